@@ -1,0 +1,325 @@
+//! A blocking API over one shared tokio runtime, for threads that are not async (and the FFI).
+//!
+//! Guarantees:
+//! - every call blocks the calling thread only; the runtime is created on first use and shared
+//!   by all clients of the process;
+//! - fork-safe: a child process never touches the parent's runtime or connections. A client used
+//!   after `fork()` reconnects transparently in the child (with the same settings), and the
+//!   runtime is re-created there (the parent's threads do not exist in the child);
+//! - a waiting acquire can be cancelled from another thread through a [`CancelToken`].
+
+use std::future::Future;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+
+use crate::client::ClientBuilder;
+use crate::error::{Error, Result};
+use crate::inspect::LockInfo;
+use crate::lock::{AcquireOptions, Hold, LockStats, Mode};
+use crate::owner::Owner;
+
+pub use tokio_util::sync::CancellationToken as CancelToken;
+
+struct ProcessRuntime {
+    pid: u32,
+    runtime: Runtime,
+}
+
+static RUNTIME: AtomicPtr<ProcessRuntime> = AtomicPtr::new(ptr::null_mut());
+
+/// The runtime of this process (a new one after `fork()`; the old one is leaked, never dropped,
+/// because its threads are gone and dropping it would wait for them).
+pub fn runtime() -> &'static Runtime {
+    let pid = std::process::id();
+    let current = RUNTIME.load(Ordering::Acquire);
+    // SAFETY: pointers stored in RUNTIME come from Box::leak and are never freed.
+    if let Some(rt) = unsafe { current.as_ref() }
+        && rt.pid == pid
+    {
+        return &rt.runtime;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("redlock-runtime")
+        .enable_all()
+        .build()
+        .expect("cannot start the redlock runtime");
+    let fresh = Box::into_raw(Box::new(ProcessRuntime { pid, runtime }));
+    match RUNTIME.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: just leaked above.
+        Ok(_) => unsafe { &(*fresh).runtime },
+        Err(winner) => {
+            // Another thread installed one first; ours was never used.
+            // SAFETY: `fresh` came from Box::into_raw and was not published.
+            drop(unsafe { Box::from_raw(fresh) });
+            // SAFETY: published pointers are leaked boxes.
+            unsafe { &(*winner).runtime }
+        }
+    }
+}
+
+/// Runs a future to completion on the shared runtime from any thread, even one that is
+/// itself inside another async runtime.
+pub fn block_on<F>(future: F) -> F::Output
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    let runtime = runtime();
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|s| {
+            s.spawn(|| runtime.block_on(future))
+                .join()
+                .expect("redlock blocking call panicked")
+        })
+    } else {
+        runtime.block_on(future)
+    }
+}
+
+struct Shared {
+    builder: ClientBuilder,
+    current: Mutex<(u32, crate::Client)>,
+    closed: AtomicBool,
+}
+
+impl Shared {
+    /// The async client for this process, reconnecting after a fork.
+    fn client(&self) -> Result<crate::Client> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(Error::Closed);
+        }
+        let pid = std::process::id();
+        let mut current = self.current.lock().unwrap();
+        if current.0 != pid {
+            let fresh = block_on(self.builder.clone().connect())?;
+            let inherited = std::mem::replace(&mut *current, (pid, fresh));
+            // The parent's client belongs to the parent's runtime: never run its destructor here.
+            std::mem::forget(inherited);
+        }
+        Ok(current.1.clone())
+    }
+}
+
+/// Blocking twin of [`crate::Client`]. Cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+}
+
+impl Client {
+    /// Connects with default settings.
+    pub fn connect(url: &str) -> Result<Client> {
+        Client::from_builder(crate::Client::builder(url))
+    }
+
+    /// Connects with the settings of `builder` (see [`crate::Client::builder`]).
+    pub fn from_builder(builder: ClientBuilder) -> Result<Client> {
+        let client = block_on(builder.clone().connect())?;
+        Ok(Client {
+            shared: Arc::new(Shared {
+                builder,
+                current: Mutex::new((std::process::id(), client)),
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The exclusive reentrant lock `name`.
+    pub fn lock(&self, name: &str) -> Result<Lock> {
+        self.view(name, Mode::Write)
+    }
+
+    /// The read/write lock `name`.
+    pub fn read_write_lock(&self, name: &str) -> Result<ReadWriteLock> {
+        Ok(ReadWriteLock {
+            read: self.view(name, Mode::Read)?,
+            write: self.view(name, Mode::Write)?,
+        })
+    }
+
+    fn view(&self, name: &str, mode: Mode) -> Result<Lock> {
+        let rw = self.shared.client()?.read_write_lock(name)?;
+        let lock = if mode == Mode::Read {
+            rw.read()
+        } else {
+            rw.write()
+        };
+        Ok(Lock {
+            shared: self.shared.clone(),
+            name: name.to_owned(),
+            mode,
+            cached: Mutex::new((std::process::id(), lock)),
+        })
+    }
+
+    pub fn inspect(&self, name: &str) -> Result<LockInfo> {
+        let client = self.shared.client()?;
+        block_on(async move { client.inspect(name).await })
+    }
+
+    pub fn force_unlock(&self, name: &str) -> Result<bool> {
+        let client = self.shared.client()?;
+        block_on(async move { client.force_unlock(name).await })
+    }
+
+    /// Closes the client (see [`crate::Client::close`]); later calls fail with `Closed`.
+    pub fn close(&self) {
+        self.shared.closed.store(true, Ordering::SeqCst);
+        let current = self.shared.current.lock().unwrap();
+        if current.0 == std::process::id() {
+            current.1.close();
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    /// The async client underneath (of this process).
+    pub fn as_async(&self) -> Result<crate::Client> {
+        self.shared.client()
+    }
+}
+
+/// Blocking twin of [`crate::ReadWriteLock`].
+pub struct ReadWriteLock {
+    read: Lock,
+    write: Lock,
+}
+
+impl ReadWriteLock {
+    pub fn read(&self) -> &Lock {
+        &self.read
+    }
+    pub fn write(&self) -> &Lock {
+        &self.write
+    }
+    pub fn into_views(self) -> (Lock, Lock) {
+        (self.read, self.write)
+    }
+}
+
+/// Blocking twin of [`crate::Lock`] (one view of a name).
+pub struct Lock {
+    shared: Arc<Shared>,
+    name: String,
+    mode: Mode,
+    cached: Mutex<(u32, crate::Lock)>,
+}
+
+impl Lock {
+    fn current(&self) -> Result<crate::Lock> {
+        let client = self.shared.client()?;
+        let pid = std::process::id();
+        let mut cached = self.cached.lock().unwrap();
+        if cached.0 != pid {
+            let rw = client.read_write_lock(&self.name)?;
+            let fresh = if self.mode == Mode::Read {
+                rw.read()
+            } else {
+                rw.write()
+            };
+            std::mem::forget(std::mem::replace(&mut *cached, (pid, fresh)));
+        }
+        Ok(cached.1.clone())
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// See [`crate::Lock::acquire`].
+    pub fn acquire(
+        &self,
+        owner: &Owner,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Hold> {
+        self.acquire_with(owner, AcquireOptions::new(wait, lease), None)
+    }
+
+    /// Acquire with all options; `cancel` (if given) ends a wait from another thread with
+    /// `Cancelled`, leaving nothing behind in Redis.
+    pub fn acquire_with(
+        &self,
+        owner: &Owner,
+        options: AcquireOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Hold> {
+        let lock = self.current()?;
+        let cancel = cancel.cloned().unwrap_or_default();
+        block_on(async move {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => Err(Error::Cancelled),
+                result = lock.acquire_with(owner, options) => result,
+            }
+        })
+    }
+
+    pub fn try_acquire(&self, owner: &Owner, lease: Option<Duration>) -> Result<Option<Hold>> {
+        let lock = self.current()?;
+        block_on(async move { lock.try_acquire(owner, lease).await })
+    }
+
+    pub fn release(&self, owner: &Owner) -> Result<u32> {
+        let lock = self.current()?;
+        block_on(async move { lock.release(owner).await })
+    }
+
+    pub fn extend(&self, owner: &Owner, lease: Duration) -> Result<()> {
+        let lock = self.current()?;
+        block_on(async move { lock.extend(owner, lease).await })
+    }
+
+    pub fn is_locked(&self) -> Result<bool> {
+        let lock = self.current()?;
+        block_on(async move { lock.is_locked().await })
+    }
+
+    pub fn is_held_by(&self, owner: &Owner) -> Result<bool> {
+        let lock = self.current()?;
+        block_on(async move { lock.is_held_by(owner).await })
+    }
+
+    pub fn hold_count(&self, owner: &Owner) -> Result<u32> {
+        let lock = self.current()?;
+        block_on(async move { lock.hold_count(owner).await })
+    }
+
+    pub fn inspect(&self) -> Result<LockInfo> {
+        let lock = self.current()?;
+        block_on(async move { lock.inspect().await })
+    }
+
+    pub fn force_unlock(&self) -> Result<bool> {
+        let lock = self.current()?;
+        block_on(async move { lock.force_unlock().await })
+    }
+
+    pub fn stats(&self) -> Result<LockStats> {
+        Ok(self.current()?.stats())
+    }
+}
+
+/// Blocks until the watchdog finds `hold` lost (true) or `timeout` passes (false).
+pub fn wait_lost(hold: &Hold, timeout: Option<Duration>) -> bool {
+    let hold = hold.clone();
+    block_on(async move {
+        match timeout {
+            Some(t) => tokio::time::timeout(t, hold.lost()).await.is_ok(),
+            None => {
+                hold.lost().await;
+                true
+            }
+        }
+    })
+}

@@ -1,0 +1,330 @@
+//! The client: one multiplexed command connection (auto-reconnecting), one pub/sub connection,
+//! one watchdog task, and the per-process queues of waiters.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ContentionAlert, ContentionCallback, LockLostCallback, LockLostEvent, redact};
+use crate::error::{Error, Result};
+use crate::inspect::LockInfo;
+use crate::keys::{LockKeys, validate_prefix};
+use crate::lock::{LocalLock, Lock, Mode, ReadWriteLock};
+use crate::pubsub::PubSubHub;
+use crate::watchdog::{self, Watchdog};
+
+pub use crate::config::Config;
+
+/// Longest accepted lease: ten years, far below what Redis' millisecond clock can add.
+pub const MAX_LEASE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// A connection to one Redis server for taking locks. Cheap to clone; all clones share the
+/// connections, the watchdog and the waiter queues. Must be created inside a tokio runtime
+/// (or use [`crate::blocking::Client`]).
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<ClientInner>,
+}
+
+pub(crate) struct ClientInner {
+    pub(crate) config: Config,
+    connection: ConnectionManager,
+    pub(crate) pubsub: PubSubHub,
+    pub(crate) watchdog: Watchdog,
+    locals: Mutex<HashMap<Arc<str>, Weak<LocalLock>>>,
+    closed: AtomicBool,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) cluster_mode: bool,
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// Builds a [`Client`]; every setting has a default.
+#[derive(Clone)]
+pub struct ClientBuilder {
+    config: Config,
+}
+
+impl ClientBuilder {
+    /// Prefix of every key and channel (default `redlock`); must not contain `{` or `}`.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.config.prefix = prefix.into();
+        self
+    }
+    /// Default lease, also the watchdog's renewal lease (default 30 s; renewed every lease/3).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.config.lease = lease;
+        self
+    }
+    /// Limit on each Redis call (default 3 s). A Redis that does not answer is a `Connection` error.
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.config.command_timeout = timeout;
+        self
+    }
+    /// Limit on establishing a connection (default 5 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.config.connect_timeout = timeout;
+        self
+    }
+    /// Whether holds taken without a lease are renewed until released (default on). Off: such
+    /// holds simply get the default lease.
+    pub fn watchdog(mut self, on: bool) -> Self {
+        self.config.watchdog = on;
+        self
+    }
+    /// Longest sleep of a waiter between attempts when no notification arrives (default 250 ms):
+    /// what a lost pub/sub message can cost at most.
+    pub fn recheck_interval(mut self, interval: Duration) -> Self {
+        self.config.recheck_interval = interval;
+        self
+    }
+    /// How long an unused subscription stays open for the next waiter (default 30 s).
+    pub fn subscription_linger(mut self, linger: Duration) -> Self {
+        self.config.subscription_linger = linger;
+        self
+    }
+    /// Alert when one acquire has waited this long (default 30 s; `None` disables).
+    pub fn contention_alert_after(mut self, wait: Option<Duration>) -> Self {
+        self.config.contention_alert_after = wait;
+        self
+    }
+    /// Alert when one acquire has failed this many attempts (default: no limit).
+    pub fn contention_alert_attempts(mut self, attempts: Option<u64>) -> Self {
+        self.config.contention_alert_attempts = attempts;
+        self
+    }
+    /// Called (on a blocking-pool thread) with each contention alert; alerts are also logged.
+    pub fn on_contention(
+        mut self,
+        callback: impl Fn(&ContentionAlert) + Send + Sync + 'static,
+    ) -> Self {
+        self.config.on_contention = Some(Arc::new(callback) as ContentionCallback);
+        self
+    }
+    /// Called (on a blocking-pool thread) when a hold kept alive by the watchdog is found gone.
+    pub fn on_lock_lost(
+        mut self,
+        callback: impl Fn(&LockLostEvent) + Send + Sync + 'static,
+    ) -> Self {
+        self.config.on_lock_lost = Some(Arc::new(callback) as LockLostCallback);
+        self
+    }
+
+    /// The settings so far.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Validates the settings and connects. Must run inside a tokio runtime.
+    pub async fn connect(self) -> Result<Client> {
+        let config = self.config;
+        validate_config(&config)?;
+        let redis = redis::Client::open(config.url.as_str())
+            .map_err(|e| Error::invalid(format!("bad Redis URL {}: {e}", redact(&config.url))))?;
+        let manager_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.connect_timeout))
+            .set_response_timeout(Some(config.command_timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let connection = tokio::time::timeout(
+            config.connect_timeout,
+            ConnectionManager::new_with_config(redis.clone(), manager_config),
+        )
+        .await
+        .map_err(|_| Error::Connection(format!("connecting to {} timed out", redact(&config.url))))?
+        .map_err(|e| Error::Connection(format!("{}: {e}", redact(&config.url))))?;
+        let shutdown = CancellationToken::new();
+        let inner = Arc::new(ClientInner {
+            pubsub: PubSubHub::new(
+                redis,
+                shutdown.clone(),
+                config.connect_timeout,
+                config.subscription_linger,
+            ),
+            watchdog: Watchdog::default(),
+            locals: Mutex::default(),
+            closed: AtomicBool::new(false),
+            shutdown,
+            cluster_mode: false,
+            connection,
+            config,
+        });
+        if inner.config.watchdog {
+            let period = (inner.config.lease / 3).max(Duration::from_millis(10));
+            tokio::spawn(watchdog::run(Arc::downgrade(&inner), period));
+        }
+        Ok(Client { inner })
+    }
+}
+
+fn validate_config(config: &Config) -> Result<()> {
+    validate_prefix(&config.prefix)?;
+    let positive = [
+        ("lease", config.lease),
+        ("command timeout", config.command_timeout),
+        ("connect timeout", config.connect_timeout),
+        ("recheck interval", config.recheck_interval),
+    ];
+    for (what, value) in positive {
+        if value.is_zero() {
+            return Err(Error::invalid(format!("{what} must be greater than zero")));
+        }
+    }
+    if config.lease > MAX_LEASE {
+        return Err(Error::invalid("lease is longer than ten years"));
+    }
+    if config.lease < Duration::from_millis(30) && config.watchdog {
+        return Err(Error::invalid(
+            "a watchdog lease under 30 ms cannot be renewed reliably",
+        ));
+    }
+    Ok(())
+}
+
+impl Client {
+    /// Connects with default settings. URL forms: `redis://[user:password@]host[:port][/db]`,
+    /// `rediss://…` for TLS.
+    pub async fn connect(url: &str) -> Result<Client> {
+        Client::builder(url).connect().await
+    }
+
+    /// A builder starting from the defaults.
+    pub fn builder(url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder {
+            config: Config::new(url.into()),
+        }
+    }
+
+    /// The exclusive reentrant lock `name` (the same resource as the write view of
+    /// `read_write_lock(name)`).
+    pub fn lock(&self, name: &str) -> Result<Lock> {
+        Ok(self.read_write_lock(name)?.write())
+    }
+
+    /// The read/write lock `name`.
+    pub fn read_write_lock(&self, name: &str) -> Result<ReadWriteLock> {
+        self.inner.ensure_open()?;
+        let keys = Arc::new(LockKeys::new(&self.inner.config.prefix, name)?);
+        let local = self.inner.local_lock(&keys.name);
+        Ok(ReadWriteLock::new(self.inner.clone(), keys, local))
+    }
+
+    /// A snapshot of lock `name`.
+    pub async fn inspect(&self, name: &str) -> Result<LockInfo> {
+        self.lock(name)?.inspect().await
+    }
+
+    /// Clears lock `name` whoever holds it and wakes its waiters; true when it was held.
+    pub async fn force_unlock(&self, name: &str) -> Result<bool> {
+        self.lock(name)?.force_unlock().await
+    }
+
+    /// The settings this client runs with.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Stops the watchdog and the waiters (they fail with `Closed`). Holds stay in Redis until
+    /// their lease ends, as with Redisson's shutdown; release them first for a clean exit.
+    /// Every later call fails with `Closed`. Closing twice is harmless.
+    pub fn close(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.shutdown.cancel();
+    }
+
+    /// Whether [`Client::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::SeqCst)
+    }
+
+    /// Holds the watchdog is currently keeping alive.
+    pub fn watched_holds(&self) -> usize {
+        self.inner.watchdog.len()
+    }
+
+    /// Renewal script calls made by the watchdog so far (each renews up to 500 holds).
+    pub fn watchdog_calls(&self) -> u64 {
+        self.inner.watchdog.renew_calls()
+    }
+}
+
+impl ClientInner {
+    pub(crate) fn ensure_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::SeqCst) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Runs one script call under the command timeout.
+    pub(crate) async fn invoke<T: redis::FromRedisValue>(
+        &self,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> Result<T> {
+        let mut connection = self.connection.clone();
+        self.bounded(invocation.invoke_async(&mut connection)).await
+    }
+
+    /// The command connection, for tidying up even after close.
+    pub(crate) fn connection_for_cleanup(&self) -> ConnectionManager {
+        self.connection.clone()
+    }
+
+    /// Runs one Redis call under the command timeout, failing fast once closed.
+    pub(crate) async fn bounded<T>(
+        &self,
+        call: impl Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T> {
+        self.ensure_open()?;
+        match tokio::time::timeout(self.config.command_timeout, call).await {
+            Ok(result) => result.map_err(Error::from),
+            Err(_) => Err(Error::Connection(format!(
+                "Redis did not answer within {:?}",
+                self.config.command_timeout
+            ))),
+        }
+    }
+
+    /// The process-local state of a name, shared by all handles of this client.
+    fn local_lock(&self, name: &Arc<str>) -> Arc<LocalLock> {
+        let mut locals = self.locals.lock().unwrap();
+        if let Some(local) = locals.get(name).and_then(Weak::upgrade) {
+            return local;
+        }
+        // Forget names nobody holds a handle to any more, so the map does not grow forever.
+        if locals.len() >= 1024 && locals.len().is_power_of_two() {
+            locals.retain(|_, weak| weak.strong_count() > 0);
+        }
+        let local = Arc::new(LocalLock::default());
+        locals.insert(name.clone(), Arc::downgrade(&local));
+        local
+    }
+}
+
+/// Runs a user callback off the async workers, so a slow or panicking callback harms nothing.
+pub(crate) fn run_callback(callback: impl FnOnce() + Send + 'static) {
+    tokio::task::spawn_blocking(move || {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback)).is_err() {
+            tracing::error!("a redlock callback panicked");
+        }
+    });
+}
+
+impl Mode {
+    pub(crate) fn as_arg(self) -> &'static str {
+        match self {
+            Mode::Read => "r",
+            Mode::Write => "w",
+        }
+    }
+}

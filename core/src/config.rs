@@ -1,0 +1,132 @@
+//! Client settings and the callbacks a client can call.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::inspect::HolderInfo;
+use crate::lock::Mode;
+
+/// Called when the watchdog (or a release) finds that a hold it kept alive is gone from Redis.
+pub type LockLostCallback = Arc<dyn Fn(&LockLostEvent) + Send + Sync>;
+/// Called once per waiting acquire that passes the contention threshold (seed 000's dead-lock alert).
+pub type ContentionCallback = Arc<dyn Fn(&ContentionAlert) + Send + Sync>;
+
+/// A hold that this client kept alive is gone (expired during an outage, or force-unlocked).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockLostEvent {
+    pub name: String,
+    pub mode: Mode,
+    pub owner_token: String,
+}
+
+/// A waiter has waited, or failed, longer than the client's contention threshold.
+#[derive(Debug, Clone)]
+pub struct ContentionAlert {
+    pub name: String,
+    pub mode: Mode,
+    /// The waiting owner.
+    pub owner_token: String,
+    pub waited: Duration,
+    pub failed_attempts: u64,
+    /// The holders at the time of the alert, with how long each has held the lock.
+    pub holders: Vec<HolderInfo>,
+}
+
+/// Everything a [`crate::Client`] is configured with. Build it with [`crate::ClientBuilder`].
+#[derive(Clone)]
+pub struct Config {
+    pub(crate) url: String,
+    pub(crate) prefix: String,
+    pub(crate) lease: Duration,
+    pub(crate) command_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) watchdog: bool,
+    pub(crate) recheck_interval: Duration,
+    pub(crate) subscription_linger: Duration,
+    pub(crate) contention_alert_after: Option<Duration>,
+    pub(crate) contention_alert_attempts: Option<u64>,
+    pub(crate) on_contention: Option<ContentionCallback>,
+    pub(crate) on_lock_lost: Option<LockLostCallback>,
+}
+
+impl Config {
+    pub(crate) fn new(url: String) -> Self {
+        Config {
+            url,
+            prefix: "redlock".to_owned(),
+            lease: Duration::from_secs(30),
+            command_timeout: Duration::from_secs(3),
+            connect_timeout: Duration::from_secs(5),
+            watchdog: true,
+            recheck_interval: Duration::from_millis(250),
+            subscription_linger: Duration::from_secs(30),
+            contention_alert_after: Some(Duration::from_secs(30)),
+            contention_alert_attempts: None,
+            on_contention: None,
+            on_lock_lost: None,
+        }
+    }
+
+    /// The key prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+    /// The default lease, also the watchdog's renewal lease.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+    /// The limit on every Redis call.
+    pub fn command_timeout(&self) -> Duration {
+        self.command_timeout
+    }
+    /// Whether holds taken without a lease are renewed until released.
+    pub fn watchdog(&self) -> bool {
+        self.watchdog
+    }
+    /// The longest a waiter sleeps between attempts when no notification arrives.
+    pub fn recheck_interval(&self) -> Duration {
+        self.recheck_interval
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("url", &redact(&self.url))
+            .field("prefix", &self.prefix)
+            .field("lease", &self.lease)
+            .field("command_timeout", &self.command_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("watchdog", &self.watchdog)
+            .field("recheck_interval", &self.recheck_interval)
+            .field("contention_alert_after", &self.contention_alert_after)
+            .field("contention_alert_attempts", &self.contention_alert_attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The URL without its password, for logs and errors.
+pub(crate) fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let userinfo = &url[scheme_end + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn redact_hides_passwords() {
+        assert_eq!(
+            super::redact("redis://u:secret@h:1/0"),
+            "redis://u:***@h:1/0"
+        );
+        assert_eq!(super::redact("redis://:secret@h"), "redis://:***@h");
+        assert_eq!(super::redact("redis://h:1"), "redis://h:1");
+    }
+}

@@ -1,0 +1,139 @@
+//! What inspect calls and alerts report: holders, their metadata and leases.
+
+use std::sync::LazyLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::lock::Mode;
+
+/// Longest thread or task label stored with a hold, in bytes.
+pub const MAX_LABEL_LEN: usize = 256;
+
+/// A snapshot of one lock name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockInfo {
+    pub name: String,
+    /// `None` when free; `Write` while a writer holds it (even if it also reads after a downgrade).
+    pub mode: Option<Mode>,
+    /// Up to the inspect limit, writer first.
+    pub holders: Vec<HolderInfo>,
+    /// All live holders, even those past the listing limit.
+    pub holder_count: u64,
+    /// Writers announced as waiting (their registration has not run out).
+    pub waiting_writers: u64,
+    /// Time until the last lease of the name ends (`None` when free).
+    pub lease_left: Option<Duration>,
+    /// The newest fencing token issued in this name's hash slot: an upper bound on the name's own
+    /// last token, shared with other names of the slot (see the crate docs on fencing).
+    pub last_fencing_token: u64,
+}
+
+/// One holder of a lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HolderInfo {
+    pub mode: Mode,
+    pub owner_token: String,
+    pub hold_count: u32,
+    pub fencing_token: u64,
+    pub lease_left: Duration,
+    pub metadata: HolderMetadata,
+    /// How long the hold has existed, by the holder's clock at acquisition and Redis' clock now.
+    pub held_for: Option<Duration>,
+}
+
+/// The description stored with each hold: who took it, where, and when.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HolderMetadata {
+    #[serde(default)]
+    pub host: String,
+    #[serde(default)]
+    pub pid: u32,
+    /// The thread or task label given at acquisition (by default the OS thread's name or id).
+    #[serde(default)]
+    pub thread: String,
+    /// Unix time of acquisition, in milliseconds, by the holder's clock.
+    #[serde(default, rename = "at")]
+    pub acquired_at_ms: u64,
+}
+
+static HOST: LazyLock<String> = LazyLock::new(|| {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+});
+
+impl HolderMetadata {
+    /// Metadata for a hold taken now by this process, with `label` (or the current thread).
+    pub(crate) fn current(label: Option<&str>) -> Self {
+        let thread = match label {
+            Some(l) => truncate(l, MAX_LABEL_LEN).to_owned(),
+            None => {
+                let t = std::thread::current();
+                t.name()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("{:?}", t.id()))
+            }
+        };
+        HolderMetadata {
+            host: HOST.clone(),
+            pid: std::process::id(),
+            thread,
+            acquired_at_ms: unix_ms(),
+        }
+    }
+
+    pub(crate) fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Metadata written by another client or version: unknown text is kept as the thread label.
+    pub(crate) fn parse(raw: &str) -> Self {
+        serde_json::from_str(raw).unwrap_or_else(|_| HolderMetadata {
+            thread: truncate(raw, MAX_LABEL_LEN).to_owned(),
+            ..Default::default()
+        })
+    }
+}
+
+pub(crate) fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_round_trips_and_tolerates_foreign_text() {
+        let m = HolderMetadata::current(Some("worker-1"));
+        assert_eq!(HolderMetadata::parse(&m.to_json()), m);
+        assert_eq!(HolderMetadata::parse("legacy").thread, "legacy");
+    }
+
+    #[test]
+    fn labels_are_cut_on_a_char_boundary() {
+        let label = "🔒".repeat(100);
+        let m = HolderMetadata::current(Some(&label));
+        assert!(m.thread.len() <= MAX_LABEL_LEN);
+        assert!(m.thread.chars().all(|c| c == '🔒'));
+    }
+}

@@ -1,0 +1,198 @@
+//! Key layout. Every key of one lock name shares one Redis Cluster hash slot.
+//!
+//! For a name `N` and prefix `P` (the hash tag is `N` with `%`, `{`, `}` percent-escaped, so any
+//! name is legal and two names never share a key):
+//!
+//! | key                 | type | holds                                                        |
+//! |---------------------|------|--------------------------------------------------------------|
+//! | `P:{N}`             | hash | writer (`wo` token, `wc` count, `wf` fence, `wm` metadata), readers (`rc:T`, `rf:T`, `rm:T`), reader count `n` |
+//! | `P:{N}:exp`         | zset | one member per holder (`w`, `r:T`) scored by lease end (ms)  |
+//! | `P:{N}:ww`          | zset | writers waiting (token scored by registration end)           |
+//! | `P:fence:{S}`       | int  | fencing counter shared by every name of one hash slot        |
+//!
+//! Channel `P:{N}:ch` carries wake-ups. The fencing counters never expire but there are at most
+//! 16 384 of them (one per slot): `S` is a short tag chosen to hash into the name's slot.
+
+use std::sync::{Arc, LazyLock};
+
+use crate::error::{Error, Result};
+
+/// Longest accepted lock name, in bytes (contract: 1..=1024).
+pub const MAX_NAME_LEN: usize = 1024;
+/// Longest accepted key prefix, in bytes.
+pub const MAX_PREFIX_LEN: usize = 128;
+const SLOTS: usize = 16_384;
+
+/// The Redis keys and channel of one lock name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockKeys {
+    pub(crate) name: Arc<str>,
+    pub(crate) state: String,
+    pub(crate) expiries: String,
+    pub(crate) waiting_writers: String,
+    pub(crate) fence: String,
+    pub(crate) channel: String,
+    pub(crate) slot: u16,
+}
+
+impl LockKeys {
+    pub(crate) fn new(prefix: &str, name: &str) -> Result<Self> {
+        validate_name(name)?;
+        let tag = escape_tag(name);
+        let slot = slot_of(tag.as_bytes());
+        let state = format!("{prefix}:{{{tag}}}");
+        Ok(LockKeys {
+            name: name.into(),
+            expiries: format!("{state}:exp"),
+            waiting_writers: format!("{state}:ww"),
+            channel: format!("{state}:ch"),
+            fence: format!("{prefix}:fence:{{{}}}", SLOT_TAGS[slot as usize]),
+            state,
+            slot,
+        })
+    }
+
+    /// The lock name these keys belong to.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The Redis Cluster hash slot of every key of this name.
+    pub fn slot(&self) -> u16 {
+        self.slot
+    }
+}
+
+pub(crate) fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid("lock name must not be empty"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::invalid(format!(
+            "lock name is {} bytes, the limit is {MAX_NAME_LEN}",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn validate_prefix(prefix: &str) -> Result<()> {
+    if prefix.is_empty() || prefix.len() > MAX_PREFIX_LEN {
+        return Err(Error::invalid(format!(
+            "key prefix must be 1..={MAX_PREFIX_LEN} bytes"
+        )));
+    }
+    if prefix.contains(['{', '}']) {
+        return Err(Error::invalid(
+            "key prefix must not contain '{' or '}' (they would move the hash tag)",
+        ));
+    }
+    Ok(())
+}
+
+/// Percent-escapes the bytes that would end or nest a hash tag; injective, so names stay distinct.
+fn escape_tag(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for ch in name.chars() {
+        match ch {
+            '%' => out.push_str("%25"),
+            '{' => out.push_str("%7B"),
+            '}' => out.push_str("%7D"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// CRC16/XMODEM as Redis Cluster specifies it (polynomial 0x1021, initial value 0).
+fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in bytes {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// The cluster slot of a hash tag's content.
+pub(crate) fn slot_of(tag: &[u8]) -> u16 {
+    crc16(tag) % SLOTS as u16
+}
+
+/// For each slot, the smallest decimal number whose text hashes into that slot.
+static SLOT_TAGS: LazyLock<Vec<u32>> = LazyLock::new(|| {
+    let mut tags = vec![u32::MAX; SLOTS];
+    let mut missing = SLOTS;
+    let mut candidate: u32 = 0;
+    while missing > 0 {
+        let slot = slot_of(candidate.to_string().as_bytes()) as usize;
+        if tags[slot] == u32::MAX {
+            tags[slot] = candidate;
+            missing -= 1;
+        }
+        candidate += 1;
+    }
+    tags
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc16_matches_the_cluster_spec_vector() {
+        // The Redis Cluster specification's test vector.
+        assert_eq!(crc16(b"123456789"), 0x31C3);
+        // Known slots (from CLUSTER KEYSLOT).
+        assert_eq!(slot_of(b"foo"), 12182);
+        assert_eq!(slot_of(b"user1000"), 3443);
+    }
+
+    #[test]
+    fn every_key_of_a_name_shares_the_slot_of_its_tag() {
+        for name in ["orders:42", "a{b}c", "}{", "%7B", "🔒 lock", "x"] {
+            let keys = LockKeys::new("redlock", name).unwrap();
+            for key in [
+                &keys.state,
+                &keys.expiries,
+                &keys.waiting_writers,
+                &keys.fence,
+            ] {
+                assert_eq!(slot_of(hash_tag(key)), keys.slot, "{key}");
+            }
+        }
+    }
+
+    #[test]
+    fn names_never_share_keys() {
+        let a = LockKeys::new("p", "a}b").unwrap();
+        let b = LockKeys::new("p", "a%7Db").unwrap();
+        let c = LockKeys::new("p", "a").unwrap();
+        assert_ne!(a.state, b.state);
+        assert_ne!(a.state, c.state);
+        assert_ne!(c.expiries, LockKeys::new("p", "a}:exp").unwrap().state);
+    }
+
+    #[test]
+    fn bad_names_and_prefixes_are_rejected() {
+        assert!(LockKeys::new("p", "").is_err());
+        assert!(LockKeys::new("p", &"n".repeat(MAX_NAME_LEN)).is_ok());
+        assert!(LockKeys::new("p", &"n".repeat(MAX_NAME_LEN + 1)).is_err());
+        assert!(validate_prefix("").is_err());
+        assert!(validate_prefix("a{b").is_err());
+        assert!(validate_prefix("app:locks").is_ok());
+    }
+
+    /// Redis Cluster's rule: the content between the first '{' and the next '}', if non-empty.
+    fn hash_tag(key: &str) -> &[u8] {
+        let open = key.find('{').unwrap();
+        let close = open + 1 + key[open + 1..].find('}').unwrap();
+        &key.as_bytes()[open + 1..close]
+    }
+}

@@ -1,0 +1,61 @@
+//! # redlock-core
+//!
+//! Redis distributed locks owned by tokens, not threads: an exclusive reentrant lock and a
+//! read/write lock, with a watchdog, notification-based waiting and fencing tokens. Every
+//! language binding of redlock-sdk calls this crate, so its guarantees are the product's.
+//!
+//! ## Guarantees
+//! - **Mutual exclusion** per name while leases hold: one writer, or any number of readers.
+//! - **Token ownership**: whoever presents an [`Owner`]'s token is the owner; a lock taken in one
+//!   process or language is released in another by presenting the token.
+//! - **Reentrancy** in both modes, with hold counts; the writer may also read (downgrade); a
+//!   reader asking to write fails at once with [`Error::UpgradeNotAllowed`] instead of hanging.
+//! - **Writers are not starved**: once a writer waits, new readers queue behind it.
+//! - **Leases**: a hold without a lease is renewed by one watchdog task per client (every
+//!   lease/3, batched); a hold the watchdog finds gone is reported lost. Each reader's share has
+//!   its own lease.
+//! - **One round trip** per acquire attempt and per release (one Lua script each). Waiting is by
+//!   pub/sub notification with a bounded re-check; waiters of one client queue locally so one at
+//!   a time talks to Redis. Dropping a waiting acquire leaves nothing in Redis.
+//! - **Fencing tokens**: every acquisition returns a 64-bit token; for one name, tokens of new
+//!   write (and exclusive) holds strictly increase, also across free periods. The counter is
+//!   shared by all names of a Redis Cluster hash slot (at most 16 384 counter keys ever).
+//!   It can move backwards only if Redis loses data: a failover to a replica that missed the
+//!   increment, or a restart without persistence. Compare tokens only within one Redis lifetime.
+//! - **Bounded calls**: every Redis call has a timeout; an unreachable Redis is a
+//!   [`Error::Connection`], never a hang.
+//!
+//! Keys: see [`keys`] for the layout (every key of a name in one cluster slot).
+//!
+//! ```no_run
+//! # async fn demo() -> redlock_core::Result<()> {
+//! use std::time::Duration;
+//! let client = redlock_core::Client::connect("redis://127.0.0.1:6379").await?;
+//! let owner = redlock_core::Owner::random();
+//! let lock = client.lock("orders:42")?;
+//! let hold = lock.acquire(&owner, Some(Duration::from_secs(2)), None).await?;
+//! println!("fencing token {}", hold.fencing_token());
+//! lock.release(&owner).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod blocking;
+mod client;
+mod config;
+mod error;
+mod inspect;
+pub mod keys;
+mod lock;
+mod owner;
+mod pubsub;
+#[cfg(feature = "test-support")]
+pub mod testing;
+mod watchdog;
+
+pub use client::{Client, ClientBuilder, MAX_LEASE};
+pub use config::{Config, ContentionAlert, LockLostEvent};
+pub use error::{Error, ErrorKind, Result};
+pub use inspect::{HolderInfo, HolderMetadata, LockInfo, MAX_LABEL_LEN};
+pub use keys::{MAX_NAME_LEN, MAX_PREFIX_LEN};
+pub use lock::{AcquireOptions, Hold, Lock, LockStats, Mode, ReadWriteLock};
+pub use owner::{MAX_TOKEN_LEN, Owner};

@@ -1,0 +1,303 @@
+//! Acquire: one fast attempt, then waiting by notification behind the process-local queue.
+//!
+//! Guarantees:
+//! - one script call per attempt; a free lock costs exactly one round trip;
+//! - while waiting, only one waiter per client and name talks to Redis (the local queue is FIFO);
+//! - a release is noticed through pub/sub without polling; if a message is lost, the waiter
+//!   re-checks after at most `recheck_interval` (sooner when the holder's lease ends first);
+//! - dropping the future (cancellation), a timeout or an error leaves nothing in Redis: a
+//!   waiting writer's announcement is withdrawn (and expires on its own regardless).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{AcquireOptions, Attempt, Hold, Lock, Mode, scripts::SCRIPTS, validate_lease};
+use crate::config::ContentionAlert;
+use crate::error::{Error, Result};
+use crate::inspect::HolderMetadata;
+use crate::owner::Owner;
+use crate::pubsub::WakeUp;
+
+impl Lock {
+    /// Acquires with all options (see [`AcquireOptions`]).
+    pub async fn acquire_with(&self, owner: &Owner, options: AcquireOptions) -> Result<Hold> {
+        self.client.ensure_open()?;
+        let watched = options.lease.is_none() && self.client.config.watchdog;
+        let lease_ms = validate_lease(options.lease.unwrap_or(self.client.config.lease))?;
+        let wait = options.wait;
+        let started = Instant::now();
+        // An unrepresentable deadline is "forever".
+        let deadline = wait.and_then(|w| started.checked_add(w));
+        let will_wait = wait != Some(Duration::ZERO);
+        let meta = HolderMetadata::current(options.label.as_deref()).to_json();
+        let attempt = AttemptArgs {
+            owner,
+            lease_ms,
+            meta: &meta,
+            // A waiting writer announces itself for a few re-check periods; it renews the
+            // announcement at every attempt and withdraws it when done.
+            announce_ms: if will_wait && self.mode == Mode::Write {
+                (self.client.config.recheck_interval * 4).as_millis() as u64
+            } else {
+                0
+            },
+        };
+
+        // Fast path. If a subscription is already live, arm the wake-up first so a release that
+        // lands right after this attempt is not missed.
+        let live = self.client.pubsub.active(&self.keys.channel);
+        let mut wake: Option<WakeUp> = live.as_ref().map(|s| s.arm());
+        let mut announced = WaiterAnnouncement::new(self, owner, attempt.announce_ms > 0);
+        let mut last = self.attempt(&attempt).await?;
+        if let Attempt::Busy { .. } = last {
+            if !will_wait {
+                self.local.failed_attempts.fetch_add(1, Ordering::Relaxed);
+                return Err(Error::Timeout);
+            }
+            let result = self
+                .wait_for_turn(&attempt, deadline, started, live, &mut wake, &mut last)
+                .await;
+            let waited = started.elapsed();
+            self.local.waits.fetch_add(1, Ordering::Relaxed);
+            self.local
+                .wait_nanos
+                .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+            if let Err(err) = result {
+                if err == Error::Timeout {
+                    announced.withdraw().await;
+                }
+                return Err(err);
+            }
+        }
+        announced.disarm();
+        let Attempt::Acquired { fence, count } = last else {
+            unreachable!("wait_for_turn returns only once acquired")
+        };
+        let lost = watched.then(|| {
+            let key = self.watch_key(owner);
+            self.client.watchdog.track(&self.keys, key)
+        });
+        Ok(Hold {
+            name: self.keys.name.clone(),
+            mode: self.mode,
+            owner: owner.clone(),
+            fencing_token: fence,
+            hold_count: count,
+            lease: options.lease,
+            lost,
+        })
+    }
+
+    /// The waiting part: queue locally, subscribe, attempt on every wake-up or re-check.
+    async fn wait_for_turn(
+        &self,
+        attempt: &AttemptArgs<'_>,
+        deadline: Option<Instant>,
+        started: Instant,
+        live: Option<crate::pubsub::Subscription>,
+        wake: &mut Option<WakeUp>,
+        last: &mut Attempt,
+    ) -> Result<()> {
+        let config = &self.client.config;
+        let shutdown = self.client.shutdown.clone();
+        let mut failed: u64 = 1;
+        let mut alerted = false;
+        self.local.failed_attempts.fetch_add(1, Ordering::Relaxed);
+
+        // The process lock first: one waiter per client and name at a time talks to Redis.
+        let _gate = match self.local.gate.try_lock() {
+            Ok(gate) => gate,
+            Err(_) => {
+                *wake = None; // our fast attempt is stale by the time we get the gate
+                let queued = self.local.gate.lock();
+                tokio::select! {
+                    gate = queued => gate,
+                    _ = sleep_until(deadline) => return Err(Error::Timeout),
+                    _ = shutdown.cancelled() => return Err(Error::Closed),
+                }
+            }
+        };
+        let subscription = match live {
+            Some(s) => s,
+            None => {
+                *wake = None;
+                let limit = config.command_timeout;
+                let subscribing = self.client.pubsub.subscribe(&self.keys.channel, limit);
+                tokio::select! {
+                    s = subscribing => s,
+                    _ = shutdown.cancelled() => return Err(Error::Closed),
+                }
+            }
+        };
+
+        loop {
+            if wake.is_none() {
+                *wake = Some(subscription.arm());
+                *last = self.attempt(attempt).await?;
+                match last {
+                    Attempt::Acquired { .. } => return Ok(()),
+                    Attempt::Busy { .. } => {
+                        failed += 1;
+                        self.local.failed_attempts.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            let Attempt::Busy { retry_after } = *last else {
+                return Ok(());
+            };
+            if !alerted && self.passes_alert_threshold(started.elapsed(), failed) {
+                alerted = true;
+                self.raise_alert(attempt.owner, started.elapsed(), failed);
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(Error::Timeout);
+            }
+            let mut nap = retry_after.min(config.recheck_interval);
+            if let Some(d) = deadline {
+                nap = nap.min(d - now);
+            }
+            let armed = wake.take().expect("armed above");
+            tokio::select! {
+                _ = armed => {}
+                _ = tokio::time::sleep(nap) => {}
+                _ = shutdown.cancelled() => return Err(Error::Closed),
+            }
+        }
+    }
+
+    async fn attempt(&self, args: &AttemptArgs<'_>) -> Result<Attempt> {
+        let mut invocation = self.keyed(&SCRIPTS.acquire);
+        invocation
+            .key(&self.keys.fence)
+            .arg(self.mode.as_arg())
+            .arg(args.owner.token())
+            .arg(args.lease_ms)
+            .arg(args.meta)
+            .arg(args.announce_ms);
+        let reply: Vec<i64> = self.client.invoke(&invocation).await?;
+        match reply.as_slice() {
+            [1, fence, count] => Ok(Attempt::Acquired {
+                fence: *fence as u64,
+                count: *count as u32,
+            }),
+            [0, retry_ms] => Ok(Attempt::Busy {
+                retry_after: Duration::from_millis((*retry_ms).max(1) as u64),
+            }),
+            [-1] => Err(Error::UpgradeNotAllowed),
+            other => Err(Error::Redis(format!("unexpected acquire reply {other:?}"))),
+        }
+    }
+
+    fn passes_alert_threshold(&self, waited: Duration, failed: u64) -> bool {
+        let config = &self.client.config;
+        config.contention_alert_after.is_some_and(|t| waited >= t)
+            || config
+                .contention_alert_attempts
+                .is_some_and(|n| failed >= n)
+    }
+
+    /// Logs and reports a contention alert with the current holders, off the waiting path.
+    fn raise_alert(&self, owner: &Owner, waited: Duration, failed_attempts: u64) {
+        self.local.alerts.fetch_add(1, Ordering::Relaxed);
+        let lock = self.clone();
+        let owner_token = owner.token().to_owned();
+        tokio::spawn(async move {
+            let holders = lock.inspect().await.map(|i| i.holders).unwrap_or_default();
+            let alert = ContentionAlert {
+                name: lock.keys.name.to_string(),
+                mode: lock.mode,
+                owner_token,
+                waited,
+                failed_attempts,
+                holders,
+            };
+            let held_by: Vec<String> = alert
+                .holders
+                .iter()
+                .map(|h| format!("{} ({:?}, held {:?})", h.owner_token, h.mode, h.held_for))
+                .collect();
+            tracing::warn!(
+                lock = %alert.name,
+                waited = ?alert.waited,
+                failed_attempts = alert.failed_attempts,
+                holders = ?held_by,
+                "lock contention: a waiter passed the alert threshold (possible dead lock)"
+            );
+            if let Some(callback) = lock.client.config.on_contention.clone() {
+                crate::client::run_callback(move || callback(&alert));
+            }
+        });
+    }
+}
+
+struct AttemptArgs<'a> {
+    owner: &'a Owner,
+    lease_ms: u64,
+    meta: &'a str,
+    announce_ms: u64,
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A waiting writer's announcement in Redis. Dropped while armed (the acquire future was
+/// cancelled, or failed), it is withdrawn in the background; nothing is left behind.
+struct WaiterAnnouncement<'a> {
+    lock: &'a Lock,
+    owner: &'a Owner,
+    armed: bool,
+}
+
+impl<'a> WaiterAnnouncement<'a> {
+    fn new(lock: &'a Lock, owner: &'a Owner, armed: bool) -> Self {
+        WaiterAnnouncement { lock, owner, armed }
+    }
+
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+
+    async fn withdraw(&mut self) {
+        if std::mem::take(&mut self.armed) {
+            let _ = withdraw(self.lock, self.owner.token()).await;
+        }
+    }
+}
+
+impl Drop for WaiterAnnouncement<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let lock = self.lock.clone();
+            let token = self.owner.token().to_owned();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = withdraw(&lock, &token).await;
+                });
+            }
+        }
+    }
+}
+
+async fn withdraw(lock: &Lock, token: &str) -> Result<()> {
+    // A closed client still tidies up: this bypasses the closed check on purpose.
+    let mut invocation = lock.keyed(&SCRIPTS.unregister_waiter);
+    invocation.arg(token).arg(&lock.keys.channel);
+    let mut connection = lock.client.connection_for_cleanup();
+    match tokio::time::timeout(
+        lock.client.config.command_timeout,
+        invocation.invoke_async::<i64>(&mut connection),
+    )
+    .await
+    {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => Err(Error::Connection("withdrawing a waiter timed out".into())),
+    }
+}

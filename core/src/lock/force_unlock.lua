@@ -1,0 +1,7 @@
+-- Remove every hold and waiting writer of a name and wake the waiters. ARGV: wake-up channel.
+-- Returns 1 when something was held, else 0.
+purge()
+local held = redis.call('EXISTS', Z)
+redis.call('DEL', H, Z, W)
+redis.call('PUBLISH', ARGV[1], 'released')
+return held

@@ -1,0 +1,65 @@
+//! What a successful acquire returns.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::Mode;
+use crate::owner::Owner;
+
+/// One successful acquisition. Informational: release through [`super::Lock::release`] with
+/// the owner (from any thread, process or language that has the owner's token).
+#[derive(Debug, Clone)]
+pub struct Hold {
+    pub(crate) name: Arc<str>,
+    pub(crate) mode: Mode,
+    pub(crate) owner: Owner,
+    pub(crate) fencing_token: u64,
+    pub(crate) hold_count: u32,
+    pub(crate) lease: Option<Duration>,
+    /// Present when the watchdog keeps the hold alive; flips to true when it is lost.
+    pub(crate) lost: Option<watch::Receiver<bool>>,
+}
+
+impl Hold {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+    /// Strictly increasing per name for new write holds; a re-entry returns the token of the
+    /// hold it re-enters.
+    pub fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+    /// The owner's hold count in this mode right after this acquisition.
+    pub fn hold_count(&self) -> u32 {
+        self.hold_count
+    }
+    /// The lease asked for; `None` when the watchdog renews the hold.
+    pub fn lease(&self) -> Option<Duration> {
+        self.lease
+    }
+    /// Whether the watchdog found the hold gone. Always false for holds with an explicit lease
+    /// (nothing watches them: use `is_held_by`).
+    pub fn is_lost(&self) -> bool {
+        self.lost.as_ref().is_some_and(|rx| *rx.borrow())
+    }
+    /// Resolves when the watchdog finds the hold gone; never for holds with an explicit lease.
+    pub async fn lost(&self) {
+        match self.lost.clone() {
+            Some(mut rx) => {
+                if rx.wait_for(|lost| *lost).await.is_err() {
+                    // The tracking ended without a loss (released): never resolve.
+                    std::future::pending::<()>().await;
+                }
+            }
+            None => std::future::pending().await,
+        }
+    }
+}

@@ -1,0 +1,20 @@
+-- Read-only snapshot for admins and alerts. KEYS[4] fencing counter. ARGV: most holders to list.
+-- Returns {now ms, last fence, waiting writers, live holders, {mode, token, count, fence, meta, ms left}...}.
+local limit = tonumber(ARGV[1])
+local members = redis.call('ZRANGEBYSCORE', Z, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
+local holders = {}
+for i = 1, #members, 2 do
+  local member, left = members[i], tonumber(members[i + 1]) - now
+  if member == 'w' then
+    local f = redis.call('HMGET', H, 'wo', 'wc', 'wf', 'wm')
+    table.insert(holders, {'w', f[1], tonumber(f[2]), tonumber(f[3]), f[4] or '', left})
+  else
+    local tok = string.sub(member, 3)
+    local f = redis.call('HMGET', H, 'rc:' .. tok, 'rf:' .. tok, 'rm:' .. tok)
+    table.insert(holders, {'r', tok, tonumber(f[1]), tonumber(f[2]), f[3] or '', left})
+  end
+end
+local fence = tonumber(redis.call('GET', KEYS[4]) or '0')
+local waiting = redis.call('ZCOUNT', W, '(' .. now, '+inf')
+local live = redis.call('ZCOUNT', Z, '(' .. now, '+inf')
+return {now, fence, waiting, live, holders}

@@ -1,0 +1,355 @@
+//! The two lock kinds over one data model: an exclusive reentrant lock is the write view of a
+//! read/write lock of the same name. Each operation is one script call (one round trip).
+
+mod acquire;
+mod hold;
+pub(crate) mod scripts;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::client::{ClientInner, MAX_LEASE};
+use crate::error::{Error, Result};
+use crate::inspect::{HolderInfo, HolderMetadata, LockInfo};
+use crate::keys::LockKeys;
+use crate::owner::Owner;
+use crate::watchdog::WatchKey;
+use scripts::SCRIPTS;
+
+pub use hold::Hold;
+
+/// Which view of a lock a hold belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Shared: any number of owners at once.
+    Read,
+    /// Exclusive: one owner, nobody else reading or writing.
+    Write,
+}
+
+/// How one acquire behaves. `Default` waits forever under the watchdog.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// How long to wait: `None` waits forever, zero tries once.
+    pub wait: Option<Duration>,
+    /// How long Redis keeps the hold without renewal: `None` lets the client's watchdog renew it
+    /// until release.
+    pub lease: Option<Duration>,
+    /// The thread or task label stored with the hold (default: the current OS thread).
+    pub label: Option<String>,
+}
+
+impl AcquireOptions {
+    pub fn new(wait: Option<Duration>, lease: Option<Duration>) -> Self {
+        AcquireOptions {
+            wait,
+            lease,
+            label: None,
+        }
+    }
+}
+
+/// Counters of one name in this client (all handles and views together).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LockStats {
+    /// Attempts that found the lock taken.
+    pub failed_attempts: u64,
+    /// Acquires that had to wait.
+    pub waits: u64,
+    /// Total time spent waiting, over all acquires.
+    pub total_wait: Duration,
+    /// Contention alerts raised.
+    pub alerts: u64,
+}
+
+/// Process-local state of one name: the queue that lets one waiter at a time talk to Redis
+/// (seed 002's "process lock first") and the contention counters (seed 000).
+#[derive(Default)]
+pub(crate) struct LocalLock {
+    pub(crate) gate: tokio::sync::Mutex<()>,
+    failed_attempts: AtomicU64,
+    waits: AtomicU64,
+    wait_nanos: AtomicU64,
+    alerts: AtomicU64,
+}
+
+/// A read/write lock: [`ReadWriteLock::read`] and [`ReadWriteLock::write`] are two views of one name.
+#[derive(Clone)]
+pub struct ReadWriteLock {
+    read: Lock,
+    write: Lock,
+}
+
+impl ReadWriteLock {
+    pub(crate) fn new(
+        client: Arc<ClientInner>,
+        keys: Arc<LockKeys>,
+        local: Arc<LocalLock>,
+    ) -> Self {
+        let read = Lock {
+            client,
+            keys,
+            local,
+            mode: Mode::Read,
+        };
+        let write = Lock {
+            mode: Mode::Write,
+            ..read.clone()
+        };
+        ReadWriteLock { read, write }
+    }
+    /// The shared view.
+    pub fn read(&self) -> Lock {
+        self.read.clone()
+    }
+    /// The exclusive view (the same resource as `client.lock(name)`).
+    pub fn write(&self) -> Lock {
+        self.write.clone()
+    }
+    pub fn name(&self) -> &str {
+        &self.read.keys.name
+    }
+}
+
+/// One view (read or write) of a lock name; `client.lock(name)` is the write view.
+/// Cheap to clone; holds no Redis state of its own.
+#[derive(Clone)]
+pub struct Lock {
+    pub(crate) client: Arc<ClientInner>,
+    pub(crate) keys: Arc<LockKeys>,
+    pub(crate) local: Arc<LocalLock>,
+    pub(crate) mode: Mode,
+}
+
+/// What one acquire attempt found.
+enum Attempt {
+    Acquired { fence: u64, count: u32 },
+    Busy { retry_after: Duration },
+}
+
+/// What the state script reports for one owner.
+struct StateView {
+    write_held: bool,
+    readers: u64,
+    owner_writes: u32,
+    owner_reads: u32,
+}
+
+impl Lock {
+    pub fn name(&self) -> &str {
+        &self.keys.name
+    }
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    /// The Redis keys of this name (for operators).
+    pub fn keys(&self) -> &LockKeys {
+        &self.keys
+    }
+
+    /// Acquires, waiting up to `wait` (`None` = forever, zero = try once), with `lease`
+    /// (`None` = kept alive by the watchdog until released). Returns `Timeout` if the wait ends.
+    pub async fn acquire(
+        &self,
+        owner: &Owner,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Hold> {
+        self.acquire_with(owner, AcquireOptions::new(wait, lease))
+            .await
+    }
+
+    /// One attempt, no waiting: `Ok(None)` when someone else holds the lock.
+    pub async fn try_acquire(
+        &self,
+        owner: &Owner,
+        lease: Option<Duration>,
+    ) -> Result<Option<Hold>> {
+        match self.acquire(owner, Some(Duration::ZERO), lease).await {
+            Ok(hold) => Ok(Some(hold)),
+            Err(Error::Timeout) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Releases one hold of `owner`; returns how many holds the owner still has in this mode.
+    /// `NotHeld` when the owner does not hold it (nothing changes); `LockLost` when this client's
+    /// watchdog was keeping the hold alive and Redis no longer has it.
+    pub async fn release(&self, owner: &Owner) -> Result<u32> {
+        let mut invocation = self.keyed(&SCRIPTS.release);
+        invocation
+            .arg(self.mode.as_arg())
+            .arg(owner.token())
+            .arg(&self.keys.channel);
+        let reply: Vec<i64> = self.client.invoke(&invocation).await?;
+        let watch_key = self.watch_key(owner);
+        match reply.as_slice() {
+            [1, left] => {
+                if *left == 0 {
+                    self.client.watchdog.forget(&watch_key);
+                }
+                Ok(*left as u32)
+            }
+            _ => Err(self.not_held(&watch_key)),
+        }
+    }
+
+    /// Sets the lease of `owner`'s hold to `lease` from now. A watchdog-kept hold stays kept.
+    pub async fn extend(&self, owner: &Owner, lease: Duration) -> Result<()> {
+        let lease_ms = validate_lease(lease)?;
+        let mut invocation = self.keyed(&SCRIPTS.extend);
+        invocation
+            .arg(self.mode.as_arg())
+            .arg(owner.token())
+            .arg(lease_ms);
+        match self.client.invoke::<i64>(&invocation).await? {
+            1 => Ok(()),
+            _ => Err(self.not_held(&self.watch_key(owner))),
+        }
+    }
+
+    /// Whether anyone holds this view (write view: a writer; read view: at least one reader).
+    pub async fn is_locked(&self) -> Result<bool> {
+        let state = self.state("").await?;
+        Ok(match self.mode {
+            Mode::Write => state.write_held,
+            Mode::Read => state.readers > 0,
+        })
+    }
+
+    /// Whether `owner` holds this view.
+    pub async fn is_held_by(&self, owner: &Owner) -> Result<bool> {
+        Ok(self.hold_count(owner).await? > 0)
+    }
+
+    /// How many times `owner` holds this view (0 when not at all).
+    pub async fn hold_count(&self, owner: &Owner) -> Result<u32> {
+        let state = self.state(owner.token()).await?;
+        Ok(match self.mode {
+            Mode::Write => state.owner_writes,
+            Mode::Read => state.owner_reads,
+        })
+    }
+
+    /// A snapshot of the whole name: mode, holders (up to 100) with counts and metadata, leases,
+    /// waiting writers and the last fencing token.
+    pub async fn inspect(&self) -> Result<LockInfo> {
+        const LISTED: u32 = 100;
+        let mut invocation = self.keyed(&SCRIPTS.inspect);
+        invocation.key(&self.keys.fence).arg(LISTED);
+        type Row = (String, String, u32, u64, String, i64);
+        let (now, last_fence, waiting, live, rows): (u64, u64, u64, u64, Vec<Row>) =
+            self.client.invoke(&invocation).await?;
+        let holders: Vec<HolderInfo> = rows
+            .into_iter()
+            .map(|(mode, token, count, fence, meta, left)| {
+                let metadata = HolderMetadata::parse(&meta);
+                HolderInfo {
+                    mode: if mode == "w" { Mode::Write } else { Mode::Read },
+                    owner_token: token,
+                    hold_count: count,
+                    fencing_token: fence,
+                    lease_left: Duration::from_millis(left.max(0) as u64),
+                    held_for: now
+                        .checked_sub(metadata.acquired_at_ms)
+                        .filter(|_| metadata.acquired_at_ms > 0)
+                        .map(Duration::from_millis),
+                    metadata,
+                }
+            })
+            .collect();
+        let mode = if holders.iter().any(|h| h.mode == Mode::Write) {
+            Some(Mode::Write)
+        } else if live > 0 {
+            Some(Mode::Read)
+        } else {
+            None
+        };
+        Ok(LockInfo {
+            name: self.keys.name.to_string(),
+            mode,
+            lease_left: holders.iter().map(|h| h.lease_left).max(),
+            holder_count: live,
+            holders,
+            waiting_writers: waiting,
+            last_fencing_token: last_fence,
+        })
+    }
+
+    /// Clears the name whoever holds it (both views) and wakes every waiter; true when it was
+    /// held. This client's own watched holds of the name are reported lost at once; other clients
+    /// find out at their next renewal.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        let mut invocation = self.keyed(&SCRIPTS.force_unlock);
+        invocation.arg(&self.keys.channel);
+        let held: i64 = self.client.invoke(&invocation).await?;
+        self.client
+            .watchdog
+            .mark_name_lost(&self.client, &self.keys.state);
+        Ok(held == 1)
+    }
+
+    /// This client's counters for the name.
+    pub fn stats(&self) -> LockStats {
+        let local = &self.local;
+        LockStats {
+            failed_attempts: local.failed_attempts.load(Ordering::Relaxed),
+            waits: local.waits.load(Ordering::Relaxed),
+            total_wait: Duration::from_nanos(local.wait_nanos.load(Ordering::Relaxed)),
+            alerts: local.alerts.load(Ordering::Relaxed),
+        }
+    }
+
+    /// A script invocation with this name's three state keys.
+    fn keyed<'a>(&'a self, script: &'a redis::Script) -> redis::ScriptInvocation<'a> {
+        let mut invocation = script.prepare_invoke();
+        invocation
+            .key(&self.keys.state)
+            .key(&self.keys.expiries)
+            .key(&self.keys.waiting_writers);
+        invocation
+    }
+
+    fn watch_key(&self, owner: &Owner) -> WatchKey {
+        WatchKey::new(&self.keys, self.mode, owner.shared_token())
+    }
+
+    /// The error for "Redis says the owner does not hold this": `LockLost` when our watchdog
+    /// was keeping that hold alive (it is reported lost now if the watchdog had not noticed).
+    fn not_held(&self, watch_key: &WatchKey) -> Error {
+        if self
+            .client
+            .watchdog
+            .mark_lost(&self.client, watch_key, None)
+        {
+            Error::LockLost
+        } else {
+            Error::NotHeld
+        }
+    }
+
+    async fn state(&self, token: &str) -> Result<StateView> {
+        let mut invocation = self.keyed(&SCRIPTS.state);
+        invocation.arg(token);
+        let (write_held, readers, owner_writes, owner_reads, _waiting): (u8, u64, u32, u32, u64) =
+            self.client.invoke(&invocation).await?;
+        Ok(StateView {
+            write_held: write_held == 1,
+            readers,
+            owner_writes,
+            owner_reads,
+        })
+    }
+}
+
+/// Lease in milliseconds, or `InvalidArgument` for zero, sub-millisecond or over-long leases.
+pub(crate) fn validate_lease(lease: Duration) -> Result<u64> {
+    if lease < Duration::from_millis(1) {
+        return Err(Error::invalid("lease must be at least 1 ms"));
+    }
+    if lease > MAX_LEASE {
+        return Err(Error::invalid("lease must be at most ten years"));
+    }
+    Ok(lease.as_millis() as u64)
+}

@@ -1,0 +1,35 @@
+-- Release one hold. ARGV: mode, owner token, wake-up channel.
+-- Returns {1, holds left for this owner} | {0} when the owner does not hold the lock in this mode.
+local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
+purge()
+
+local count_field = 'rc:' .. tok
+if mode == 'w' then
+  if redis.call('HGET', H, 'wo') ~= tok then
+    refresh_ttl()
+    return {0}
+  end
+  count_field = 'wc'
+elseif redis.call('HEXISTS', H, count_field) == 0 then
+  refresh_ttl()
+  return {0}
+end
+
+local left = redis.call('HINCRBY', H, count_field, -1)
+if left > 0 then return {1, left} end
+
+local readers_left = 0
+if mode == 'w' then
+  redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm')
+else
+  redis.call('HDEL', H, count_field, 'rf:' .. tok, 'rm:' .. tok)
+  readers_left = redis.call('HINCRBY', H, 'n', -1)
+  if readers_left <= 0 then redis.call('HDEL', H, 'n') end
+end
+redis.call('ZREM', Z, holder_member(mode, tok))
+refresh_ttl()
+-- Only a change that can let a waiter in is announced: a writer left, or the last reader did.
+if readers_left <= 0 then
+  redis.call('PUBLISH', channel, 'released')
+end
+return {1, 0}

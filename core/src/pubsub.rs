@@ -1,0 +1,278 @@
+//! One pub/sub connection per client, shared by every waiter of every lock.
+//!
+//! Guarantees: a [`Subscription`] returned by [`PubSubHub::subscribe`] is confirmed by Redis unless
+//! the connection is down, so a release published after an armed wake-up is never missed while
+//! connected. Messages lost to a reconnect are covered by waking every waiter after resubscribing
+//! (and, underneath, by the waiters' bounded re-check). Channels stay subscribed for a linger time
+//! after their last waiter leaves, so steady contention costs no SUBSCRIBE/UNSUBSCRIBE traffic.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+pub(crate) struct PubSubHub {
+    redis: redis::Client,
+    shared: Arc<Shared>,
+    commands: OnceLock<mpsc::UnboundedSender<String>>,
+    shutdown: CancellationToken,
+    connect_timeout: Duration,
+    linger: Duration,
+}
+
+#[derive(Default)]
+struct Shared {
+    channels: Mutex<HashMap<String, ChannelState>>,
+}
+
+struct ChannelState {
+    notify: Arc<Notify>,
+    users: usize,
+    confirmed: bool,
+    idle_since: Option<Instant>,
+    waiting_for_confirmation: Vec<oneshot::Sender<()>>,
+}
+
+/// A waiter's interest in one channel; dropping it lets the channel linger, then unsubscribe.
+pub(crate) struct Subscription {
+    channel: String,
+    notify: Arc<Notify>,
+    shared: Arc<Shared>,
+}
+
+/// A wake-up registered before an attempt, so a release between the attempt and the wait counts.
+pub(crate) type WakeUp = Pin<Box<tokio::sync::futures::OwnedNotified>>;
+
+impl Subscription {
+    pub(crate) fn arm(&self) -> WakeUp {
+        let mut wake = Box::pin(self.notify.clone().notified_owned());
+        wake.as_mut().enable();
+        wake
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut channels = self.shared.channels.lock().unwrap();
+        if let Some(state) = channels.get_mut(&self.channel) {
+            state.users -= 1;
+            if state.users == 0 {
+                state.idle_since = Some(Instant::now());
+            }
+        }
+    }
+}
+
+impl PubSubHub {
+    pub(crate) fn new(
+        redis: redis::Client,
+        shutdown: CancellationToken,
+        connect_timeout: Duration,
+        linger: Duration,
+    ) -> Self {
+        PubSubHub {
+            redis,
+            shared: Arc::default(),
+            commands: OnceLock::new(),
+            shutdown,
+            connect_timeout,
+            linger,
+        }
+    }
+
+    /// A subscription only if the channel is already confirmed (no Redis traffic, no waiting).
+    pub(crate) fn active(&self, channel: &str) -> Option<Subscription> {
+        let mut channels = self.shared.channels.lock().unwrap();
+        let state = channels.get_mut(channel).filter(|s| s.confirmed)?;
+        state.users += 1;
+        state.idle_since = None;
+        Some(self.subscription(channel, state))
+    }
+
+    /// Subscribes (or joins an existing subscription) and waits up to `limit` for Redis to confirm.
+    /// Past the limit the subscription still works once the connection is back; until then the
+    /// waiter relies on its re-check.
+    pub(crate) async fn subscribe(&self, channel: &str, limit: Duration) -> Subscription {
+        let (subscription, confirmation) = {
+            let mut channels = self.shared.channels.lock().unwrap();
+            let fresh = !channels.contains_key(channel);
+            let state = channels
+                .entry(channel.to_owned())
+                .or_insert_with(|| ChannelState {
+                    notify: Arc::new(Notify::new()),
+                    users: 0,
+                    confirmed: false,
+                    idle_since: None,
+                    waiting_for_confirmation: Vec::new(),
+                });
+            state.users += 1;
+            state.idle_since = None;
+            let confirmation = (!state.confirmed).then(|| {
+                let (tx, rx) = oneshot::channel();
+                state.waiting_for_confirmation.push(tx);
+                rx
+            });
+            if fresh {
+                let _ = self.commands().send(channel.to_owned());
+            }
+            (self.subscription(channel, state), confirmation)
+        };
+        if let Some(rx) = confirmation {
+            let _ = tokio::time::timeout(limit, rx).await;
+        }
+        subscription
+    }
+
+    fn subscription(&self, channel: &str, state: &ChannelState) -> Subscription {
+        Subscription {
+            channel: channel.to_owned(),
+            notify: state.notify.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+
+    fn commands(&self) -> &mpsc::UnboundedSender<String> {
+        self.commands.get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let task = HubTask {
+                redis: self.redis.clone(),
+                shared: self.shared.clone(),
+                shutdown: self.shutdown.clone(),
+                connect_timeout: self.connect_timeout,
+                linger: self.linger,
+            };
+            tokio::spawn(task.run(rx));
+            tx
+        })
+    }
+}
+
+struct HubTask {
+    redis: redis::Client,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+    connect_timeout: Duration,
+    linger: Duration,
+}
+
+enum Disconnect {
+    Shutdown,
+    Lost,
+}
+
+impl HubTask {
+    async fn run(self, mut subscribe_requests: mpsc::UnboundedReceiver<String>) {
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            let connected = tokio::select! {
+                _ = self.shutdown.cancelled() => return,
+                c = tokio::time::timeout(self.connect_timeout, self.redis.get_async_pubsub()) => c,
+            };
+            match connected {
+                Ok(Ok(pubsub)) => {
+                    backoff = Duration::from_millis(50);
+                    match self.serve(pubsub, &mut subscribe_requests).await {
+                        Disconnect::Shutdown => return,
+                        Disconnect::Lost => self.mark_unconfirmed(),
+                    }
+                }
+                Ok(Err(err)) => tracing::debug!(%err, "pub/sub connection failed; retrying"),
+                Err(_) => tracing::debug!("pub/sub connection timed out; retrying"),
+            }
+            tokio::select! {
+                _ = self.shutdown.cancelled() => return,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    async fn serve(
+        &self,
+        pubsub: redis::aio::PubSub,
+        requests: &mut mpsc::UnboundedReceiver<String>,
+    ) -> Disconnect {
+        let (mut sink, mut stream) = pubsub.split();
+        let known: Vec<String> = self
+            .shared
+            .channels
+            .lock()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        if !known.is_empty() {
+            if sink.subscribe(&known).await.is_err() {
+                return Disconnect::Lost;
+            }
+            self.confirm(&known);
+            // Messages may have been missed while disconnected: let every waiter re-check now.
+            for state in self.shared.channels.lock().unwrap().values() {
+                state.notify.notify_waiters();
+            }
+        }
+        let mut sweep = tokio::time::interval(self.linger.max(Duration::from_millis(100)) / 2);
+        loop {
+            tokio::select! {
+                _ = self.shutdown.cancelled() => return Disconnect::Shutdown,
+                message = stream.next() => match message {
+                    Some(msg) => {
+                        if let Some(state) = self.shared.channels.lock().unwrap().get(msg.get_channel_name()) {
+                            state.notify.notify_waiters();
+                        }
+                    }
+                    None => return Disconnect::Lost,
+                },
+                request = requests.recv() => {
+                    let Some(channel) = request else { return Disconnect::Shutdown };
+                    if sink.subscribe(&channel).await.is_err() {
+                        return Disconnect::Lost;
+                    }
+                    self.confirm(std::slice::from_ref(&channel));
+                }
+                _ = sweep.tick() => {
+                    let idle = self.take_idle();
+                    if !idle.is_empty() && sink.unsubscribe(&idle).await.is_err() {
+                        return Disconnect::Lost;
+                    }
+                }
+            }
+        }
+    }
+
+    fn confirm(&self, channels: &[String]) {
+        let mut map = self.shared.channels.lock().unwrap();
+        for channel in channels {
+            if let Some(state) = map.get_mut(channel) {
+                state.confirmed = true;
+                for tx in state.waiting_for_confirmation.drain(..) {
+                    let _ = tx.send(());
+                }
+            }
+        }
+    }
+
+    fn mark_unconfirmed(&self) {
+        for state in self.shared.channels.lock().unwrap().values_mut() {
+            state.confirmed = false;
+        }
+    }
+
+    fn take_idle(&self) -> Vec<String> {
+        let mut map = self.shared.channels.lock().unwrap();
+        let linger = self.linger;
+        let idle: Vec<String> = map
+            .iter()
+            .filter(|(_, s)| s.users == 0 && s.idle_since.is_some_and(|t| t.elapsed() >= linger))
+            .map(|(c, _)| c.clone())
+            .collect();
+        for channel in &idle {
+            map.remove(channel);
+        }
+        idle
+    }
+}

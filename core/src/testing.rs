@@ -1,0 +1,205 @@
+//! A throwaway `redis-server` for tests, demos and benchmarks (feature `test-support`).
+//!
+//! Each server listens on a free loopback port, keeps its files in a temporary directory, never
+//! persists, and is killed when dropped. Never a system service, never a shared fixed port.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `redis-server` owned by the caller.
+pub struct RedisServer {
+    port: u16,
+    password: Option<String>,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// Starts a server on a free port. Panics with a clear message if `redis-server` is missing.
+    pub fn start() -> RedisServer {
+        Self::start_with_password(None)
+    }
+
+    /// Starts a server that requires `password` (for the default user).
+    pub fn start_with_password(password: Option<&str>) -> RedisServer {
+        let dir = tempfile::tempdir().expect("temp dir for redis-server");
+        let mut server = RedisServer {
+            port: free_port(),
+            password: password.map(str::to_owned),
+            dir,
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    /// `redis://127.0.0.1:PORT` (with the password when there is one).
+    pub fn url(&self) -> String {
+        match &self.password {
+            Some(p) => format!("redis://:{p}@127.0.0.1:{}", self.port),
+            None => format!("redis://127.0.0.1:{}", self.port),
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Kills the server (SIGKILL: like a crash; nothing is saved).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port, empty.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    /// Runs one command with redis-cli-like plain RESP and returns the raw reply text.
+    pub fn command(&self, args: &[&str]) -> String {
+        let mut stream =
+            TcpStream::connect(("127.0.0.1", self.port)).expect("connect to redis-server");
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
+        let mut request = Vec::new();
+        if let Some(p) = &self.password {
+            request.extend(resp(&["AUTH", p]));
+        }
+        request.extend(resp(args));
+        stream.write_all(&request).expect("write to redis-server");
+        let mut reply = Vec::new();
+        let mut buf = [0u8; 65536];
+        let expected = if self.password.is_some() { 2 } else { 1 };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            let n = stream.read(&mut buf).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            reply.extend_from_slice(&buf[..n]);
+            if complete_replies(&reply) >= expected {
+                break;
+            }
+        }
+        let text = String::from_utf8_lossy(&reply).into_owned();
+        if self.password.is_some() {
+            text.split_once("\r\n")
+                .map(|(_, rest)| rest.to_owned())
+                .unwrap_or(text)
+        } else {
+            text
+        }
+    }
+
+    /// The number of keys in database 0.
+    pub fn dbsize(&self) -> u64 {
+        let reply = self.command(&["DBSIZE"]);
+        reply
+            .trim_start_matches(':')
+            .trim()
+            .parse()
+            .unwrap_or(u64::MAX)
+    }
+
+    fn spawn(&mut self) {
+        let binary = std::env::var_os("REDIS_SERVER_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("redis-server"));
+        let mut command = Command::new(&binary);
+        command
+            .arg("--port")
+            .arg(self.port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(p) = &self.password {
+            command.args(["--requirepass", p]);
+        }
+        let child = command.spawn().unwrap_or_else(|e| {
+            panic!(
+                "cannot start {}: {e}. Install it with scripts/setup.sh (apt-get install redis-server)",
+                binary.display()
+            )
+        });
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+                && self.command(&["PING"]).contains("PONG")
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("redis-server did not start on port {}", self.port);
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn resp(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend(format!("${}\r\n", a.len()).into_bytes());
+        out.extend(a.as_bytes());
+        out.extend(b"\r\n");
+    }
+    out
+}
+
+/// How many complete top-level RESP2 replies `buf` holds (enough for tests' simple replies).
+fn complete_replies(buf: &[u8]) -> usize {
+    let mut count = 0;
+    let mut pos = 0;
+    while let Some(end) = skip_reply(buf, pos) {
+        count += 1;
+        pos = end;
+    }
+    count
+}
+
+fn skip_reply(buf: &[u8], pos: usize) -> Option<usize> {
+    let line_end = pos + buf.get(pos..)?.windows(2).position(|w| w == b"\r\n")?;
+    let header = std::str::from_utf8(&buf[pos + 1..line_end]).ok()?;
+    let after = line_end + 2;
+    match buf.get(pos)? {
+        b'+' | b'-' | b':' => Some(after),
+        b'$' => {
+            let len: i64 = header.parse().ok()?;
+            if len < 0 {
+                return Some(after);
+            }
+            let end = after + len as usize + 2;
+            (buf.len() >= end).then_some(end)
+        }
+        b'*' => {
+            let n: i64 = header.parse().ok()?;
+            let mut p = after;
+            for _ in 0..n.max(0) {
+                p = skip_reply(buf, p)?;
+            }
+            Some(p)
+        }
+        _ => None,
+    }
+}
