@@ -1,0 +1,1 @@
+//! C ABI (issue 3): being written.

@@ -1,0 +1,1 @@
+//! UniFFI exports (issue 4): being written.

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what every build and test needs on a fresh machine. Idempotent; safe to re-run.
+set -euo pipefail
+
+need_apt=()
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+dpkg -s libssl-dev >/dev/null 2>&1 || need_apt+=(libssl-dev)
+command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# No redis service is used: every test and demo starts its own redis-server on a free port.
+command -v cargo >/dev/null 2>&1 || { echo "setup: cargo (rustup) is required" >&2; exit 1; }
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+echo "setup: ok ($(redis-server --version | cut -d' ' -f3), $(cargo --version))"
