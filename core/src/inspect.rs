@@ -22,6 +22,8 @@ pub struct LockInfo {
     pub holder_count: u64,
     /// Writers announced as waiting (their registration has not run out).
     pub waiting_writers: u64,
+    /// Readers announced as waiting.
+    pub waiting_readers: u64,
     /// Time until the last lease of the name ends (`None` when free).
     pub lease_left: Option<Duration>,
     /// The newest fencing token issued in this name's hash slot: an upper bound on the name's own

@@ -7,7 +7,8 @@
 //! |---------------------|------|--------------------------------------------------------------|
 //! | `P:{N}`             | hash | writer (`wo` token, `wc` count, `wf` fence, `wm` metadata), readers (`rc:T`, `rf:T`, `rm:T`), reader count `n` |
 //! | `P:{N}:exp`         | zset | one member per holder (`w`, `r:T`) scored by lease end (ms)  |
-//! | `P:{N}:ww`          | zset | writers waiting (token scored by registration end)           |
+//! | `P:{N}:ww`          | zset | writers waiting (token scored by announcement end)           |
+//! | `P:{N}:wr`          | zset | readers waiting (`r:T`), and `turn` while readers have their turn |
 //! | `P:fence:{S}`       | int  | fencing counter shared by every name of one hash slot        |
 //!
 //! Channel `P:{N}:ch` carries wake-ups. The fencing counters never expire but there are at most
@@ -30,6 +31,7 @@ pub struct LockKeys {
     pub(crate) state: String,
     pub(crate) expiries: String,
     pub(crate) waiting_writers: String,
+    pub(crate) waiting_readers: String,
     pub(crate) fence: String,
     pub(crate) channel: String,
     pub(crate) slot: u16,
@@ -45,6 +47,7 @@ impl LockKeys {
             name: name.into(),
             expiries: format!("{state}:exp"),
             waiting_writers: format!("{state}:ww"),
+            waiting_readers: format!("{state}:wr"),
             channel: format!("{state}:ch"),
             fence: format!("{prefix}:fence:{{{}}}", SLOT_TAGS[slot as usize]),
             state,
@@ -162,6 +165,7 @@ mod tests {
                 &keys.state,
                 &keys.expiries,
                 &keys.waiting_writers,
+                &keys.waiting_readers,
                 &keys.fence,
             ] {
                 assert_eq!(slot_of(hash_tag(key)), keys.slot, "{key}");

@@ -6,14 +6,14 @@
 //! - a release is noticed through pub/sub without polling; if a message is lost, the waiter
 //!   re-checks after at most `recheck_interval` (sooner when the holder's lease ends first);
 //! - dropping the future (cancellation), a timeout or an error leaves nothing in Redis: a
-//!   waiting writer's announcement is withdrawn (and expires on its own regardless).
+//!   waiter's announcement is withdrawn (and expires on its own regardless).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{AcquireOptions, Attempt, Hold, Lock, Mode, scripts::SCRIPTS, validate_lease};
+use super::{AcquireOptions, Attempt, Hold, Lock, scripts::SCRIPTS, validate_lease};
 use crate::config::ContentionAlert;
 use crate::error::{Error, Result};
 use crate::inspect::HolderMetadata;
@@ -36,28 +36,44 @@ impl Lock {
             owner,
             lease_ms,
             meta: &meta,
-            // A waiting writer announces itself for a few re-check periods; it renews the
-            // announcement at every attempt and withdraws it when done.
-            announce_ms: if will_wait && self.mode == Mode::Write {
-                (self.client.config.recheck_interval * 4).as_millis() as u64
+            // A waiter announces itself (writers: so new readers queue behind; readers: so they
+            // get a turn after the writer); renewed at every attempt, withdrawn when done.
+            announce_ms: if will_wait { self.announcement_ms() } else { 0 },
+        };
+
+        // Fast path. Only the holder of the process-local gate announces itself in Redis: a
+        // waiter queued behind the gate must not make the gate holder wait for it. If a
+        // subscription is already live, arm the wake-up first so a release that lands right
+        // after this attempt is not missed.
+        let gate = if will_wait {
+            self.local.gate.try_lock().ok()
+        } else {
+            None
+        };
+        let live = self.client.pubsub.active(&self.keys.channel);
+        let mut wake: Option<WakeUp> = live.as_ref().map(|s| s.arm());
+        let mut announcement = Announcement::new(self, owner);
+        let fast = AttemptArgs {
+            announce_ms: if gate.is_some() {
+                attempt.announce_ms
             } else {
                 0
             },
+            ..attempt
         };
-
-        // Fast path. If a subscription is already live, arm the wake-up first so a release that
-        // lands right after this attempt is not missed.
-        let live = self.client.pubsub.active(&self.keys.channel);
-        let mut wake: Option<WakeUp> = live.as_ref().map(|s| s.arm());
-        let mut announced = WaiterAnnouncement::new(self, owner, attempt.announce_ms > 0);
-        let mut last = self.attempt(&attempt).await?;
+        let mut last = self.attempt(&fast, &mut announcement).await?;
         if let Attempt::Busy { .. } = last {
             if !will_wait {
                 self.local.failed_attempts.fetch_add(1, Ordering::Relaxed);
                 return Err(Error::Timeout);
             }
+            let turn = Turn {
+                args: &attempt,
+                deadline,
+                started,
+            };
             let result = self
-                .wait_for_turn(&attempt, deadline, started, live, &mut wake, &mut last)
+                .wait_for_turn(turn, gate, live, &mut wake, &mut last, &mut announcement)
                 .await;
             let waited = started.elapsed();
             self.local.waits.fetch_add(1, Ordering::Relaxed);
@@ -66,12 +82,13 @@ impl Lock {
                 .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
             if let Err(err) = result {
                 if err == Error::Timeout {
-                    announced.withdraw().await;
+                    announcement.withdraw().await;
                 }
                 return Err(err);
             }
         }
-        announced.disarm();
+        // A successful attempt removes the owner's announcement in the same script.
+        announcement.disarm();
         let Attempt::Acquired { fence, count } = last else {
             unreachable!("wait_for_turn returns only once acquired")
         };
@@ -93,12 +110,12 @@ impl Lock {
     /// The waiting part: queue locally, subscribe, attempt on every wake-up or re-check.
     async fn wait_for_turn(
         &self,
-        attempt: &AttemptArgs<'_>,
-        deadline: Option<Instant>,
-        started: Instant,
+        turn: Turn<'_, '_>,
+        gate: Option<tokio::sync::MutexGuard<'_, ()>>,
         live: Option<crate::pubsub::Subscription>,
         wake: &mut Option<WakeUp>,
         last: &mut Attempt,
+        announcement: &mut Announcement<'_>,
     ) -> Result<()> {
         let config = &self.client.config;
         let shutdown = self.client.shutdown.clone();
@@ -107,14 +124,14 @@ impl Lock {
         self.local.failed_attempts.fetch_add(1, Ordering::Relaxed);
 
         // The process lock first: one waiter per client and name at a time talks to Redis.
-        let _gate = match self.local.gate.try_lock() {
-            Ok(gate) => gate,
-            Err(_) => {
+        let _gate = match gate {
+            Some(gate) => gate,
+            None => {
                 *wake = None; // our fast attempt is stale by the time we get the gate
                 let queued = self.local.gate.lock();
                 tokio::select! {
                     gate = queued => gate,
-                    _ = sleep_until(deadline) => return Err(Error::Timeout),
+                    _ = sleep_until(turn.deadline) => return Err(Error::Timeout),
                     _ = shutdown.cancelled() => return Err(Error::Closed),
                 }
             }
@@ -135,7 +152,7 @@ impl Lock {
         loop {
             if wake.is_none() {
                 *wake = Some(subscription.arm());
-                *last = self.attempt(attempt).await?;
+                *last = self.attempt(turn.args, announcement).await?;
                 match last {
                     Attempt::Acquired { .. } => return Ok(()),
                     Attempt::Busy { .. } => {
@@ -147,16 +164,17 @@ impl Lock {
             let Attempt::Busy { retry_after } = *last else {
                 return Ok(());
             };
-            if !alerted && self.passes_alert_threshold(started.elapsed(), failed) {
+            let waited = turn.started.elapsed();
+            if !alerted && self.passes_alert_threshold(waited, failed) {
                 alerted = true;
-                self.raise_alert(attempt.owner, started.elapsed(), failed);
+                self.raise_alert(turn.args.owner, waited, failed);
             }
             let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
+            if turn.deadline.is_some_and(|d| now >= d) {
                 return Err(Error::Timeout);
             }
             let mut nap = retry_after.min(config.recheck_interval);
-            if let Some(d) = deadline {
+            if let Some(d) = turn.deadline {
                 nap = nap.min(d - now);
             }
             let armed = wake.take().expect("armed above");
@@ -168,7 +186,11 @@ impl Lock {
         }
     }
 
-    async fn attempt(&self, args: &AttemptArgs<'_>) -> Result<Attempt> {
+    async fn attempt(
+        &self,
+        args: &AttemptArgs<'_>,
+        announcement: &mut Announcement<'_>,
+    ) -> Result<Attempt> {
         let mut invocation = self.keyed(&SCRIPTS.acquire);
         invocation
             .key(&self.keys.fence)
@@ -183,9 +205,14 @@ impl Lock {
                 fence: *fence as u64,
                 count: *count as u32,
             }),
-            [0, retry_ms] => Ok(Attempt::Busy {
-                retry_after: Duration::from_millis((*retry_ms).max(1) as u64),
-            }),
+            [0, retry_ms] => {
+                if args.announce_ms > 0 {
+                    announcement.armed = true;
+                }
+                Ok(Attempt::Busy {
+                    retry_after: Duration::from_millis((*retry_ms).max(1) as u64),
+                })
+            }
             [-1] => Err(Error::UpgradeNotAllowed),
             other => Err(Error::Redis(format!("unexpected acquire reply {other:?}"))),
         }
@@ -233,11 +260,19 @@ impl Lock {
     }
 }
 
+#[derive(Clone, Copy)]
 struct AttemptArgs<'a> {
     owner: &'a Owner,
     lease_ms: u64,
     meta: &'a str,
     announce_ms: u64,
+}
+
+/// What the waiting part needs besides the attempt itself.
+struct Turn<'t, 'a> {
+    args: &'t AttemptArgs<'a>,
+    deadline: Option<Instant>,
+    started: Instant,
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
@@ -247,17 +282,21 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// A waiting writer's announcement in Redis. Dropped while armed (the acquire future was
-/// cancelled, or failed), it is withdrawn in the background; nothing is left behind.
-struct WaiterAnnouncement<'a> {
+/// A waiter's announcement in Redis, armed once an attempt announced it. Dropped while armed
+/// (the acquire future was cancelled, or failed), it is withdrawn in the background.
+struct Announcement<'a> {
     lock: &'a Lock,
     owner: &'a Owner,
     armed: bool,
 }
 
-impl<'a> WaiterAnnouncement<'a> {
-    fn new(lock: &'a Lock, owner: &'a Owner, armed: bool) -> Self {
-        WaiterAnnouncement { lock, owner, armed }
+impl<'a> Announcement<'a> {
+    fn new(lock: &'a Lock, owner: &'a Owner) -> Self {
+        Announcement {
+            lock,
+            owner,
+            armed: false,
+        }
     }
 
     fn disarm(&mut self) {
@@ -271,7 +310,7 @@ impl<'a> WaiterAnnouncement<'a> {
     }
 }
 
-impl Drop for WaiterAnnouncement<'_> {
+impl Drop for Announcement<'_> {
     fn drop(&mut self) {
         if self.armed {
             let lock = self.lock.clone();
@@ -288,7 +327,10 @@ impl Drop for WaiterAnnouncement<'_> {
 async fn withdraw(lock: &Lock, token: &str) -> Result<()> {
     // A closed client still tidies up: this bypasses the closed check on purpose.
     let mut invocation = lock.keyed(&SCRIPTS.unregister_waiter);
-    invocation.arg(token).arg(&lock.keys.channel);
+    invocation
+        .arg(lock.mode.as_arg())
+        .arg(token)
+        .arg(&lock.keys.channel);
     let mut connection = lock.client.connection_for_cleanup();
     match tokio::time::timeout(
         lock.client.config.command_timeout,

@@ -2,6 +2,6 @@
 -- Returns 1 when something was held, else 0.
 purge()
 local held = redis.call('EXISTS', Z)
-redis.call('DEL', H, Z, W)
+redis.call('DEL', H, Z, W, WR)
 redis.call('PUBLISH', ARGV[1], 'released')
 return held

@@ -1,5 +1,6 @@
--- Read-only snapshot for admins and alerts. KEYS[4] fencing counter. ARGV: most holders to list.
--- Returns {now ms, last fence, waiting writers, live holders, {mode, token, count, fence, meta, ms left}...}.
+-- Read-only snapshot for admins and alerts. KEYS[5] fencing counter. ARGV: most holders to list.
+-- Returns {now ms, last fence, waiting writers, live holders, {mode, token, count, fence, meta, ms left}...,
+--          waiting readers}.
 local limit = tonumber(ARGV[1])
 local members = redis.call('ZRANGEBYSCORE', Z, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
 local holders = {}
@@ -14,7 +15,9 @@ for i = 1, #members, 2 do
     table.insert(holders, {'r', tok, tonumber(f[1]), tonumber(f[2]), f[3] or '', left})
   end
 end
-local fence = tonumber(redis.call('GET', KEYS[4]) or '0')
+local fence = tonumber(redis.call('GET', KEYS[5]) or '0')
 local waiting = redis.call('ZCOUNT', W, '(' .. now, '+inf')
 local live = redis.call('ZCOUNT', Z, '(' .. now, '+inf')
-return {now, fence, waiting, live, holders}
+local waiting_r = redis.call('ZCOUNT', WR, '(' .. now, '+inf')
+if redis.call('ZSCORE', WR, 'turn') then waiting_r = waiting_r - 1 end
+return {now, fence, waiting, live, holders, math.max(waiting_r, 0)}

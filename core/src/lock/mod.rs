@@ -181,7 +181,8 @@ impl Lock {
         invocation
             .arg(self.mode.as_arg())
             .arg(owner.token())
-            .arg(&self.keys.channel);
+            .arg(&self.keys.channel)
+            .arg(self.announcement_ms());
         let reply: Vec<i64> = self.client.invoke(&invocation).await?;
         let watch_key = self.watch_key(owner);
         match reply.as_slice() {
@@ -239,7 +240,8 @@ impl Lock {
         let mut invocation = self.keyed(&SCRIPTS.inspect);
         invocation.key(&self.keys.fence).arg(LISTED);
         type Row = (String, String, u32, u64, String, i64);
-        let (now, last_fence, waiting, live, rows): (u64, u64, u64, u64, Vec<Row>) =
+        type Reply = (u64, u64, u64, u64, Vec<Row>, u64);
+        let (now, last_fence, waiting, live, rows, waiting_readers): Reply =
             self.client.invoke(&invocation).await?;
         let holders: Vec<HolderInfo> = rows
             .into_iter()
@@ -273,6 +275,7 @@ impl Lock {
             holder_count: live,
             holders,
             waiting_writers: waiting,
+            waiting_readers,
             last_fencing_token: last_fence,
         })
     }
@@ -301,14 +304,21 @@ impl Lock {
         }
     }
 
-    /// A script invocation with this name's three state keys.
+    /// A script invocation with this name's four state keys.
     fn keyed<'a>(&'a self, script: &'a redis::Script) -> redis::ScriptInvocation<'a> {
         let mut invocation = script.prepare_invoke();
         invocation
             .key(&self.keys.state)
             .key(&self.keys.expiries)
-            .key(&self.keys.waiting_writers);
+            .key(&self.keys.waiting_writers)
+            .key(&self.keys.waiting_readers);
         invocation
+    }
+
+    /// How long waiters stay announced without renewing, and how long a readers' turn lasts:
+    /// a few re-check periods, since waiters renew at every attempt.
+    pub(crate) fn announcement_ms(&self) -> u64 {
+        (self.client.config.recheck_interval * 4).as_millis() as u64
     }
 
     fn watch_key(&self, owner: &Owner) -> WatchKey {

@@ -1,6 +1,7 @@
 -- Shared by every lock script (prepended at build time). Layout: see src/keys.rs.
--- KEYS[1] state hash, KEYS[2] holder expiries zset, KEYS[3] waiting writers zset.
-local H, Z, W = KEYS[1], KEYS[2], KEYS[3]
+-- KEYS[1] state hash, KEYS[2] holder expiries zset, KEYS[3] waiting writers zset,
+-- KEYS[4] waiting readers zset (members 'r:T', plus 'turn' while the readers have their turn).
+local H, Z, W, WR = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -22,6 +23,27 @@ local function purge()
     redis.call('ZREMRANGEBYSCORE', Z, '-inf', now)
   end
   redis.call('ZREMRANGEBYSCORE', W, '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', WR, '-inf', now)
+end
+
+-- Announce a waiter in a zset that lives as long as its latest announcement.
+local function announce(zset, member, ttl)
+  redis.call('ZADD', zset, now + ttl, member)
+  local last = redis.call('ZRANGE', zset, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', zset, last[2])
+end
+
+-- Readers announced as waiting (the 'turn' marker is not one of them).
+local function waiting_readers()
+  local n = redis.call('ZCARD', WR)
+  if n > 0 and redis.call('ZSCORE', WR, 'turn') then n = n - 1 end
+  return n
+end
+
+-- A reader stops waiting; the readers' turn ends with the last of them.
+local function reader_done(tok)
+  redis.call('ZREM', WR, 'r:' .. tok)
+  if waiting_readers() == 0 then redis.call('DEL', WR) end
 end
 
 -- The state lives exactly as long as its longest lease; no holders left means no keys left.

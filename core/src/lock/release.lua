@@ -1,4 +1,4 @@
--- Release one hold. ARGV: mode, owner token, wake-up channel.
+-- Release one hold. ARGV: mode, owner token, wake-up channel, readers' turn ms.
 -- Returns {1, holds left for this owner} | {0} when the owner does not hold the lock in this mode.
 local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
 purge()
@@ -21,6 +21,8 @@ if left > 0 then return {1, left} end
 local readers_left = 0
 if mode == 'w' then
   redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm')
+  -- Readers that waited through this write get their turn before the next writer.
+  if waiting_readers() > 0 then announce(WR, 'turn', tonumber(ARGV[4])) end
 else
   redis.call('HDEL', H, count_field, 'rf:' .. tok, 'rm:' .. tok)
   readers_left = redis.call('HINCRBY', H, 'n', -1)

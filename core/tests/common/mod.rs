@@ -1,0 +1,33 @@
+//! Shared set-up for the integration tests: a throwaway redis-server and clients on it.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+pub use redlock_core::testing::RedisServer;
+use redlock_core::{Client, ClientBuilder};
+
+pub const SHORT: Option<Duration> = Some(Duration::from_millis(200));
+pub const NOW: Option<Duration> = Some(Duration::ZERO);
+
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+pub async fn connect(server: &RedisServer) -> Client {
+    Client::connect(&server.url()).await.expect("connect")
+}
+
+pub fn builder(server: &RedisServer) -> ClientBuilder {
+    Client::builder(server.url())
+}
+
+/// Every key the locks left in Redis, except the per-slot fencing counters (which stay by design).
+pub fn lock_keys(server: &RedisServer) -> Vec<String> {
+    let reply = server.command(&["KEYS", "*"]);
+    reply
+        .lines()
+        .filter(|l| !l.starts_with('*') && !l.starts_with('$'))
+        .filter(|k| !k.contains(":fence:"))
+        .map(str::to_owned)
+        .collect()
+}

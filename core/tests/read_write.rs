@@ -1,0 +1,252 @@
+//! The read/write lock: shared readers, exclusive writer, downgrade, upgrade refusal,
+//! writer preference, and per-reader leases.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
+
+use common::*;
+use redlock_core::{Error, Mode, Owner};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_share_and_writer_excludes() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("article").unwrap();
+    let (r1, r2, w) = (Owner::random(), Owner::random(), Owner::random());
+    rw.read().acquire(&r1, NOW, None).await.unwrap();
+    rw.read().acquire(&r2, NOW, None).await.unwrap();
+    assert!(rw.read().is_locked().await.unwrap());
+    assert!(!rw.write().is_locked().await.unwrap());
+    assert!(rw.write().try_acquire(&w, None).await.unwrap().is_none());
+    rw.read().release(&r1).await.unwrap();
+    assert!(rw.write().try_acquire(&w, None).await.unwrap().is_none());
+    rw.read().release(&r2).await.unwrap();
+    rw.write().acquire(&w, NOW, None).await.unwrap();
+    assert!(rw.read().try_acquire(&r1, None).await.unwrap().is_none());
+    let info = rw.read().inspect().await.unwrap();
+    assert_eq!(info.mode, Some(Mode::Write));
+    assert_eq!(info.holders.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_modes_are_reentrant() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("re").unwrap();
+    let o = Owner::random();
+    for expected in 1..=3 {
+        assert_eq!(
+            rw.read().acquire(&o, NOW, None).await.unwrap().hold_count(),
+            expected
+        );
+    }
+    for left in (0..3).rev() {
+        assert_eq!(rw.read().release(&o).await.unwrap(), left);
+    }
+    for expected in 1..=2 {
+        assert_eq!(
+            rw.write()
+                .acquire(&o, NOW, None)
+                .await
+                .unwrap()
+                .hold_count(),
+            expected
+        );
+    }
+    assert_eq!(rw.write().hold_count(&o).await.unwrap(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downgrade_keeps_reading_after_the_write_is_released() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("downgrade").unwrap();
+    let (o, other_reader, other_writer) = (Owner::random(), Owner::random(), Owner::random());
+    rw.write().acquire(&o, NOW, None).await.unwrap();
+    rw.read().acquire(&o, NOW, None).await.unwrap();
+    rw.write().release(&o).await.unwrap();
+    assert!(rw.read().is_held_by(&o).await.unwrap());
+    assert!(!rw.write().is_locked().await.unwrap());
+    // Now an ordinary reader: others may read, nobody may write.
+    rw.read().acquire(&other_reader, NOW, None).await.unwrap();
+    assert!(
+        rw.write()
+            .try_acquire(&other_writer, None)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_fails_at_once_instead_of_hanging() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("upgrade").unwrap();
+    let o = Owner::random();
+    rw.read().acquire(&o, NOW, None).await.unwrap();
+    let started = std::time::Instant::now();
+    // Even with an unbounded wait, the answer comes at once.
+    assert_eq!(
+        rw.write().acquire(&o, None, None).await.unwrap_err(),
+        Error::UpgradeNotAllowed
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        rw.read().hold_count(&o).await.unwrap(),
+        1,
+        "the read hold is untouched"
+    );
+    let info = rw.read().inspect().await.unwrap();
+    assert_eq!(
+        info.waiting_writers, 0,
+        "a refused upgrade does not queue as a writer"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_writer_gets_in_while_readers_keep_arriving() {
+    let server = RedisServer::start();
+    let readers_client = connect(&server).await;
+    let writer_client = connect(&server).await;
+    let rw = readers_client.read_write_lock("busy-article").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    // Readers overlap continuously: without writer preference the writer would never get in.
+    let mut readers = Vec::new();
+    for _ in 0..4 {
+        let read = rw.read();
+        let stop = stop.clone();
+        readers.push(tokio::spawn(async move {
+            let mut refused_while_writer_waited = 0u32;
+            while !stop.load(Ordering::SeqCst) {
+                let me = Owner::random();
+                match read.acquire(&me, Some(ms(50)), Some(ms(5_000))).await {
+                    Ok(_) => {
+                        tokio::time::sleep(ms(30)).await;
+                        read.release(&me).await.unwrap();
+                    }
+                    Err(Error::Timeout) => refused_while_writer_waited += 1,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            refused_while_writer_waited
+        }));
+    }
+    tokio::time::sleep(ms(200)).await;
+    let writer = Owner::random();
+    let write = writer_client
+        .read_write_lock("busy-article")
+        .unwrap()
+        .write();
+    let hold = write
+        .acquire(&writer, Some(Duration::from_secs(10)), None)
+        .await;
+    assert!(hold.is_ok(), "the writer was starved: {hold:?}");
+    write.release(&writer).await.unwrap();
+    stop.store(true, Ordering::SeqCst);
+    for r in readers {
+        r.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_readers_share_expires_alone() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("shares").unwrap();
+    let (crashed, alive, writer) = (Owner::random(), Owner::random(), Owner::random());
+    // The crashed reader never renews (explicit short lease); the live one is kept by the watchdog.
+    rw.read()
+        .acquire(&crashed, NOW, Some(ms(300)))
+        .await
+        .unwrap();
+    rw.read().acquire(&alive, NOW, None).await.unwrap();
+    tokio::time::sleep(ms(600)).await;
+    assert!(!rw.read().is_held_by(&crashed).await.unwrap());
+    assert!(rw.read().is_held_by(&alive).await.unwrap());
+    assert_eq!(
+        rw.read().release(&crashed).await.unwrap_err(),
+        Error::NotHeld
+    );
+    assert!(
+        rw.write()
+            .try_acquire(&writer, None)
+            .await
+            .unwrap()
+            .is_none(),
+        "the live reader still excludes writers"
+    );
+    let info = rw.read().inspect().await.unwrap();
+    assert_eq!(info.holder_count, 1);
+    assert_eq!(info.holders[0].owner_token, alive.token());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_and_writers_never_overlap() {
+    // Invariant checker: >0 = number of readers inside, -1 = a writer inside.
+    let server = RedisServer::start();
+    let state = Arc::new(AtomicI64::new(0));
+    let mut tasks = Vec::new();
+    for c in 0..2 {
+        let client = connect(&server).await;
+        let rw = client.read_write_lock("checked").unwrap();
+        for t in 0..4 {
+            let (rw, state) = (rw.clone(), state.clone());
+            let writer = (c + t) % 3 == 0;
+            tasks.push(tokio::spawn(async move {
+                let me = Owner::random();
+                for _ in 0..60 {
+                    if writer {
+                        rw.write()
+                            .acquire(&me, None, Some(ms(10_000)))
+                            .await
+                            .unwrap();
+                        assert_eq!(
+                            state.compare_exchange(0, -1, Ordering::SeqCst, Ordering::SeqCst),
+                            Ok(0),
+                            "writer entered while others inside"
+                        );
+                        tokio::task::yield_now().await;
+                        state.store(0, Ordering::SeqCst);
+                        rw.write().release(&me).await.unwrap();
+                    } else {
+                        rw.read()
+                            .acquire(&me, None, Some(ms(10_000)))
+                            .await
+                            .unwrap();
+                        let before = state.fetch_add(1, Ordering::SeqCst);
+                        assert!(before >= 0, "reader entered while a writer was inside");
+                        tokio::task::yield_now().await;
+                        state.fetch_sub(1, Ordering::SeqCst);
+                        rw.read().release(&me).await.unwrap();
+                    }
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(lock_keys(&server), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_readers_release_without_scanning() {
+    // 2 000 readers on one name: acquire and release stay one script each, and the
+    // state is cleaned up exactly when the last reader leaves.
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let read = client.read_write_lock("crowd").unwrap().read();
+    let owners: Vec<Owner> = (0..2000).map(|_| Owner::random()).collect();
+    for o in &owners {
+        read.acquire(o, NOW, Some(ms(60_000))).await.unwrap();
+    }
+    assert_eq!(read.inspect().await.unwrap().holder_count, 2000);
+    for o in &owners {
+        read.release(o).await.unwrap();
+    }
+    assert_eq!(lock_keys(&server), Vec::<String>::new());
+}
