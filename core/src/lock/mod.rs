@@ -50,7 +50,8 @@ impl AcquireOptions {
     }
 }
 
-/// Counters of one name in this client (all handles and views together).
+/// Counters of one name in this client (all handles and views together), kept while any
+/// handle to the name exists.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LockStats {
     /// Attempts that found the lock taken.

@@ -1,0 +1,95 @@
+//! The blocking API used by the FFI: same semantics, callable from plain threads, cancellable.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redlock_core::blocking::{CancelToken, Client};
+use redlock_core::testing::RedisServer;
+use redlock_core::{AcquireOptions, Error, Owner};
+
+#[test]
+fn threads_contend_without_lost_updates() {
+    let server = RedisServer::start();
+    let client = Client::connect(&server.url()).unwrap();
+    let counter = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..5)
+        .map(|_| {
+            let lock = client.lock("blocking-counter").unwrap();
+            let counter = counter.clone();
+            thread::spawn(move || {
+                let me = Owner::random();
+                for _ in 0..100 {
+                    lock.acquire(&me, None, None).unwrap();
+                    let v = counter.load(Ordering::SeqCst);
+                    thread::yield_now();
+                    counter.store(v + 1, Ordering::SeqCst);
+                    lock.release(&me).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(counter.load(Ordering::SeqCst), 500);
+}
+
+#[test]
+fn a_wait_is_cancelled_from_another_thread_and_leaves_nothing() {
+    let server = RedisServer::start();
+    let client = Client::connect(&server.url()).unwrap();
+    let lock = client.lock("cancellable").unwrap();
+    lock.acquire(&Owner::random(), Some(Duration::ZERO), None)
+        .unwrap();
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    let canceller = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(200));
+        trigger.cancel();
+    });
+    let started = Instant::now();
+    let result = lock.acquire_with(&Owner::random(), AcquireOptions::default(), Some(&cancel));
+    assert_eq!(result.unwrap_err(), Error::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    canceller.join().unwrap();
+    thread::sleep(Duration::from_millis(200));
+    assert_eq!(lock.inspect().unwrap().waiting_writers, 0);
+}
+
+#[test]
+fn read_write_and_inspect_through_the_blocking_api() {
+    let server = RedisServer::start();
+    let client = Client::connect(&server.url()).unwrap();
+    let rw = client.read_write_lock("blocking-rw").unwrap();
+    let (a, b) = (Owner::random(), Owner::random());
+    rw.read().acquire(&a, Some(Duration::ZERO), None).unwrap();
+    rw.read().acquire(&b, Some(Duration::ZERO), None).unwrap();
+    assert_eq!(client.inspect("blocking-rw").unwrap().holder_count, 2);
+    assert!(rw.write().try_acquire(&a, None).unwrap_err() == Error::UpgradeNotAllowed);
+    rw.read().release(&a).unwrap();
+    rw.read().release(&b).unwrap();
+    assert!(!rw.read().is_locked().unwrap());
+    client.close();
+    assert_eq!(rw.read().is_locked().unwrap_err(), Error::Closed);
+    assert_eq!(client.lock("x").err(), Some(Error::Closed));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_calls_inside_an_async_runtime_do_not_panic() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let result = tokio::task::spawn_blocking(move || {
+        let client = Client::connect(&url)?;
+        client
+            .lock("nested")?
+            .acquire(&Owner::random(), Some(Duration::ZERO), None)
+    })
+    .await
+    .unwrap();
+    assert!(result.is_ok());
+    // Directly on an async worker thread too (blocks that worker, but works).
+    let client = Client::connect(&server.url()).unwrap();
+    assert!(client.lock("nested").unwrap().is_locked().unwrap());
+}

@@ -1,0 +1,180 @@
+//! Leases, the watchdog, lost holds and force unlock.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use redlock_core::{Error, LockLostEvent, Mode, Owner};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_expiry_frees_the_lock_and_release_after_it_is_not_held() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let lock = client.lock("leased").unwrap();
+    let (a, b) = (Owner::random(), Owner::random());
+    lock.acquire(&a, NOW, Some(ms(300))).await.unwrap();
+    assert!(lock.try_acquire(&b, None).await.unwrap().is_none());
+    tokio::time::sleep(ms(450)).await;
+    assert!(!lock.is_locked().await.unwrap());
+    assert_eq!(lock.release(&a).await.unwrap_err(), Error::NotHeld);
+    lock.acquire(&b, NOW, Some(ms(300))).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiter_gets_an_expired_lock_without_a_release_message() {
+    // Nobody publishes when a lease ends: the waiter's re-check must find out by itself.
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let lock = client.lock("abandoned").unwrap();
+    let (crashed, waiter) = (Owner::random(), Owner::random());
+    lock.acquire(&crashed, NOW, Some(ms(400))).await.unwrap();
+    let hold = lock
+        .acquire(&waiter, Some(Duration::from_secs(5)), None)
+        .await
+        .unwrap();
+    assert_eq!(hold.hold_count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_sets_a_new_lease() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let lock = client.lock("extended").unwrap();
+    let a = Owner::random();
+    lock.acquire(&a, NOW, Some(ms(300))).await.unwrap();
+    lock.extend(&a, ms(5_000)).await.unwrap();
+    tokio::time::sleep(ms(500)).await;
+    assert!(lock.is_held_by(&a).await.unwrap());
+    let left = lock.inspect().await.unwrap().lease_left.unwrap();
+    assert!(left > ms(3_000) && left <= ms(5_000), "{left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_keeps_a_hold_past_three_leases() {
+    let server = RedisServer::start();
+    let client = builder(&server).lease(ms(300)).connect().await.unwrap();
+    let lock = client.lock("kept").unwrap();
+    let (a, b) = (Owner::random(), Owner::random());
+    let hold = lock.acquire(&a, NOW, None).await.unwrap();
+    assert_eq!(hold.lease(), None);
+    assert_eq!(client.watched_holds(), 1);
+    tokio::time::sleep(ms(1_200)).await;
+    assert!(lock.is_held_by(&a).await.unwrap());
+    assert!(lock.try_acquire(&b, None).await.unwrap().is_none());
+    assert!(!hold.is_lost());
+    assert!(client.watchdog_calls() >= 3);
+    lock.release(&a).await.unwrap();
+    assert_eq!(client.watched_holds(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_keeps_reader_shares_too() {
+    let server = RedisServer::start();
+    let client = builder(&server).lease(ms(300)).connect().await.unwrap();
+    let rw = client.read_write_lock("kept-readers").unwrap();
+    let owners: Vec<Owner> = (0..3).map(|_| Owner::random()).collect();
+    for o in &owners {
+        rw.read().acquire(o, NOW, None).await.unwrap();
+    }
+    tokio::time::sleep(ms(1_000)).await;
+    for o in &owners {
+        assert!(rw.read().is_held_by(o).await.unwrap());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_unlock_makes_the_holder_lose_its_hold_and_signals_it() {
+    let server = RedisServer::start();
+    let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
+    let seen = events.clone();
+    let holder_client = builder(&server)
+        .lease(ms(600))
+        .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
+        .connect()
+        .await
+        .unwrap();
+    let admin = connect(&server).await;
+    let lock = holder_client.lock("stuck").unwrap();
+    let owner = Owner::random();
+    let hold = lock.acquire(&owner, NOW, None).await.unwrap();
+    assert!(admin.force_unlock("stuck").await.unwrap());
+    // The holder's watchdog notices at its next renewal (lease/3).
+    tokio::time::timeout(Duration::from_secs(5), hold.lost())
+        .await
+        .expect("lost() resolves");
+    assert!(hold.is_lost());
+    assert_eq!(
+        lock.release(&owner).await.unwrap_err(),
+        Error::NotHeld,
+        "already reported lost once"
+    );
+    tokio::time::sleep(ms(100)).await; // the callback runs on the blocking pool
+    let events = events.lock().unwrap().clone();
+    assert_eq!(
+        events,
+        vec![LockLostEvent {
+            name: "stuck".into(),
+            mode: Mode::Write,
+            owner_token: owner.token().into()
+        }]
+    );
+    assert!(
+        !admin.force_unlock("stuck").await.unwrap(),
+        "nothing left to clear"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_of_a_lost_watched_hold_reports_lock_lost() {
+    let server = RedisServer::start();
+    // A long lease: the watchdog will not have noticed yet when release finds the hold gone.
+    let client = builder(&server)
+        .lease(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let other = connect(&server).await;
+    let lock = client.lock("gone").unwrap();
+    let owner = Owner::random();
+    let hold = lock.acquire(&owner, NOW, None).await.unwrap();
+    other.force_unlock("gone").await.unwrap();
+    assert_eq!(lock.release(&owner).await.unwrap_err(), Error::LockLost);
+    assert!(hold.is_lost());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_unlock_from_the_same_client_reports_its_own_holds_lost_at_once() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("cleared").unwrap();
+    let (w, r) = (Owner::random(), Owner::random());
+    let write_hold = rw.write().acquire(&w, NOW, None).await.unwrap();
+    let read_hold = rw.read().acquire(&w, NOW, None).await.unwrap();
+    let _ = r;
+    assert!(client.force_unlock("cleared").await.unwrap());
+    assert!(write_hold.is_lost() && read_hold.is_lost());
+    assert_eq!(client.watched_holds(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holder_metadata_is_stored_and_inspected() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let lock = client.lock("described").unwrap();
+    let owner = Owner::random();
+    let options = redlock_core::AcquireOptions {
+        label: Some("worker-7".into()),
+        ..Default::default()
+    };
+    lock.acquire_with(&owner, options).await.unwrap();
+    let info = lock.inspect().await.unwrap();
+    let holder = &info.holders[0];
+    assert_eq!(holder.metadata.thread, "worker-7");
+    assert_eq!(holder.metadata.pid, std::process::id());
+    assert!(!holder.metadata.host.is_empty());
+    assert!(holder.held_for.is_some());
+    assert_eq!(info.mode, Some(Mode::Write));
+    assert!(info.last_fencing_token >= holder.fencing_token);
+}

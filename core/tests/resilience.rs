@@ -1,0 +1,127 @@
+//! Connection failures: unreachable or dead Redis is a `Connection` error, never a hang, and the
+//! client recovers when Redis is back.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use redlock_core::{Client, ErrorKind, Owner};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_redis_is_a_connection_error() {
+    let port = redlock_core::testing::free_port();
+    let started = Instant::now();
+    let err = Client::builder(format!("redis://127.0.0.1:{port}"))
+        .connect_timeout(ms(500))
+        .connect()
+        .await
+        .err()
+        .expect("nobody listens there");
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passwords_are_checked() {
+    let server = RedisServer::start_with_password(Some("s3cret"));
+    let good = Client::connect(&server.url()).await.unwrap();
+    good.lock("auth")
+        .unwrap()
+        .acquire(&Owner::random(), NOW, None)
+        .await
+        .unwrap();
+    let bad_url = format!("redis://:wrong@127.0.0.1:{}", server.port());
+    let err = Client::connect(&bad_url)
+        .await
+        .err()
+        .expect("wrong password refused");
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(
+        !err.to_string().contains("wrong"),
+        "the password must not leak into errors: {err}"
+    );
+    let anonymous = format!("redis://127.0.0.1:{}", server.port());
+    let result = async {
+        Client::connect(&anonymous)
+            .await?
+            .lock("auth")?
+            .is_locked()
+            .await
+    }
+    .await;
+    assert!(result.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_killed_mid_test_then_recovery_after_restart() {
+    let mut server = RedisServer::start();
+    let client = builder(&server)
+        .command_timeout(ms(500))
+        .lease(ms(900))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("outage").unwrap();
+    let owner = Owner::random();
+    let hold = lock.acquire(&owner, NOW, None).await.unwrap();
+    server.stop();
+    // Every call fails fast with Connection, none hangs.
+    for _ in 0..3 {
+        let started = Instant::now();
+        let err = lock.acquire(&Owner::random(), NOW, None).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+    // A waiting acquire with a deadline also ends.
+    let err = lock
+        .acquire(&Owner::random(), Some(ms(700)), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    server.restart();
+    // The restarted server is empty: the hold is gone, and the watchdog reports it lost.
+    tokio::time::timeout(Duration::from_secs(10), hold.lost())
+        .await
+        .expect("lost after the outage");
+    let mut recovered = false;
+    for _ in 0..50 {
+        if lock.acquire(&owner, NOW, None).await.is_ok() {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(ms(100)).await;
+    }
+    assert!(recovered, "the client reconnects once Redis is back");
+    lock.release(&owner).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_recover_when_the_pubsub_connection_drops() {
+    let mut server = RedisServer::start();
+    let client = builder(&server)
+        .recheck_interval(ms(200))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("resubscribe").unwrap();
+    let holder = Owner::random();
+    lock.acquire(&holder, NOW, Some(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let _ = lock.acquire(&Owner::random(), Some(ms(300)), None).await; // subscribes
+    server.restart();
+    // After the restart the lock is free (empty server); a waiter gets it again.
+    let mut got = false;
+    for _ in 0..50 {
+        if lock
+            .acquire(&Owner::random(), Some(ms(200)), None)
+            .await
+            .is_ok()
+        {
+            got = true;
+            break;
+        }
+    }
+    assert!(got);
+}

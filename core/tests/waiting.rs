@@ -1,0 +1,211 @@
+//! Waiting: notification, cancellation, the local queue and contention alerts.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use redlock_core::{ContentionAlert, Error, Owner};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_the_waiter_without_polling() {
+    // Re-check and lease are both a minute: only the pub/sub notification can wake the waiter
+    // within the 5 s wait.
+    let server = RedisServer::start();
+    let holder_client = connect(&server).await;
+    let waiter_client = builder(&server)
+        .recheck_interval(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let holder = Owner::random();
+    holder_client
+        .lock("notify")
+        .unwrap()
+        .acquire(&holder, NOW, Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let waiter_lock = waiter_client.lock("notify").unwrap();
+    let waiting = tokio::spawn(async move {
+        waiter_lock
+            .acquire(&Owner::random(), Some(Duration::from_secs(5)), None)
+            .await
+    });
+    tokio::time::sleep(ms(300)).await;
+    holder_client
+        .lock("notify")
+        .unwrap()
+        .release(&holder)
+        .await
+        .unwrap();
+    assert!(waiting.await.unwrap().is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_waiting_acquire_leaves_no_trace() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("cancel-me").unwrap();
+    let (reader, writer, late_reader) = (Owner::random(), Owner::random(), Owner::random());
+    rw.read()
+        .acquire(&reader, NOW, Some(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    // A writer waits (and announces itself), then its future is dropped.
+    let write = rw.write();
+    let w = writer.clone();
+    let pending = tokio::spawn(async move { write.acquire(&w, None, None).await });
+    tokio::time::sleep(ms(300)).await;
+    assert_eq!(rw.read().inspect().await.unwrap().waiting_writers, 1);
+    pending.abort();
+    let _ = pending.await;
+    tokio::time::sleep(ms(200)).await;
+    let info = rw.read().inspect().await.unwrap();
+    assert_eq!(
+        info.waiting_writers, 0,
+        "the cancelled writer's announcement was withdrawn"
+    );
+    // New readers are no longer held back by a writer that is gone.
+    rw.read().acquire(&late_reader, NOW, None).await.unwrap();
+    rw.read().release(&late_reader).await.unwrap();
+    rw.read().release(&reader).await.unwrap();
+    assert_eq!(
+        lock_keys(&server),
+        Vec::<String>::new(),
+        "nothing left in Redis"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_acquire_leaves_no_trace() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("timeout").unwrap();
+    let (holder, writer, reader) = (Owner::random(), Owner::random(), Owner::random());
+    rw.write().acquire(&holder, NOW, None).await.unwrap();
+    assert_eq!(
+        rw.write()
+            .acquire(&writer, Some(ms(300)), None)
+            .await
+            .unwrap_err(),
+        Error::Timeout
+    );
+    assert_eq!(
+        rw.read()
+            .acquire(&reader, Some(ms(300)), None)
+            .await
+            .unwrap_err(),
+        Error::Timeout
+    );
+    let info = rw.read().inspect().await.unwrap();
+    assert_eq!((info.waiting_writers, info.waiting_readers), (0, 0));
+    rw.write().release(&holder).await.unwrap();
+    assert_eq!(lock_keys(&server), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_local_waiters_all_get_their_turn() {
+    // 20 tasks of one client queue locally; only one at a time talks to Redis, all get in.
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let probe = client.lock("queue").unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let lock = client.lock("queue").unwrap();
+        tasks.push(tokio::spawn(async move {
+            let me = Owner::random();
+            for _ in 0..10 {
+                lock.acquire(&me, Some(Duration::from_secs(30)), None)
+                    .await
+                    .unwrap();
+                tokio::task::yield_now().await;
+                lock.release(&me).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let stats = probe.stats();
+    assert!(stats.waits > 0, "{stats:?}");
+    // With the local queue a wait costs about one failed attempt, not one per task per release.
+    assert!(stats.failed_attempts < 200 * 3, "{stats:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contention_alert_names_the_lock_and_its_holders() {
+    let server = RedisServer::start();
+    let alerts: Arc<Mutex<Vec<ContentionAlert>>> = Arc::default();
+    let seen = alerts.clone();
+    let client = builder(&server)
+        .contention_alert_after(Some(ms(200)))
+        .on_contention(move |a| seen.lock().unwrap().push(a.clone()))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("hot").unwrap();
+    let (holder, waiter) = (Owner::random(), Owner::random());
+    lock.acquire(&holder, NOW, None).await.unwrap();
+    assert_eq!(
+        lock.acquire(&waiter, Some(ms(600)), None)
+            .await
+            .unwrap_err(),
+        Error::Timeout
+    );
+    tokio::time::sleep(ms(300)).await;
+    let alerts = alerts.lock().unwrap().clone();
+    assert_eq!(alerts.len(), 1, "one alert per wait");
+    let alert = &alerts[0];
+    assert_eq!(alert.name, "hot");
+    assert_eq!(alert.owner_token, waiter.token());
+    assert!(alert.waited >= ms(200));
+    assert_eq!(alert.holders.len(), 1);
+    assert_eq!(alert.holders[0].owner_token, holder.token());
+    assert!(alert.holders[0].held_for.is_some());
+    assert_eq!(lock.stats().alerts, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alert_after_failed_attempts_like_seed_000() {
+    let server = RedisServer::start();
+    let alerts: Arc<Mutex<u32>> = Arc::default();
+    let seen = alerts.clone();
+    let client = builder(&server)
+        .recheck_interval(ms(20))
+        .contention_alert_after(None)
+        .contention_alert_attempts(Some(5))
+        .on_contention(move |_| *seen.lock().unwrap() += 1)
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("deadlocked").unwrap();
+    lock.acquire(&Owner::random(), NOW, Some(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let _ = lock.acquire(&Owner::random(), Some(ms(400)), None).await;
+    tokio::time::sleep(ms(200)).await;
+    assert_eq!(*alerts.lock().unwrap(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_client_ends_waits_with_closed() {
+    let server = RedisServer::start();
+    let holder_client = connect(&server).await;
+    let client = connect(&server).await;
+    holder_client
+        .lock("busy")
+        .unwrap()
+        .acquire(&Owner::random(), NOW, None)
+        .await
+        .unwrap();
+    let lock = client.lock("busy").unwrap();
+    let waiting = tokio::spawn(async move { lock.acquire(&Owner::random(), None, None).await });
+    tokio::time::sleep(ms(200)).await;
+    client.close();
+    let result = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("wait ended")
+        .unwrap();
+    assert_eq!(result.unwrap_err(), Error::Closed);
+}
