@@ -15,6 +15,7 @@ pub struct RedisServer {
     password: Option<String>,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    started_once: bool,
 }
 
 impl RedisServer {
@@ -31,6 +32,7 @@ impl RedisServer {
             password: password.map(str::to_owned),
             dir,
             child: None,
+            started_once: false,
         };
         server.spawn();
         server
@@ -62,23 +64,27 @@ impl RedisServer {
         self.spawn();
     }
 
-    /// Runs one command with redis-cli-like plain RESP and returns the raw reply text.
+    /// Runs one command (plain RESP) and returns the raw reply text. Panics if the server is down.
     pub fn command(&self, args: &[&str]) -> String {
-        let mut stream =
-            TcpStream::connect(("127.0.0.1", self.port)).expect("connect to redis-server");
-        stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
+        self.try_command(args)
+            .unwrap_or_else(|e| panic!("redis-server on port {} did not answer: {e}", self.port))
+    }
+
+    fn try_command(&self, args: &[&str]) -> std::io::Result<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
         let mut request = Vec::new();
         if let Some(p) = &self.password {
             request.extend(resp(&["AUTH", p]));
         }
         request.extend(resp(args));
-        stream.write_all(&request).expect("write to redis-server");
+        stream.write_all(&request)?;
         let mut reply = Vec::new();
         let mut buf = [0u8; 65536];
         let expected = if self.password.is_some() { 2 } else { 1 };
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
-            let n = stream.read(&mut buf).unwrap_or(0);
+            let n = stream.read(&mut buf)?;
             if n == 0 {
                 break;
             }
@@ -88,13 +94,13 @@ impl RedisServer {
             }
         }
         let text = String::from_utf8_lossy(&reply).into_owned();
-        if self.password.is_some() {
+        Ok(if self.password.is_some() {
             text.split_once("\r\n")
                 .map(|(_, rest)| rest.to_owned())
                 .unwrap_or(text)
         } else {
             text
-        }
+        })
     }
 
     /// The number of keys in database 0.
@@ -107,7 +113,27 @@ impl RedisServer {
             .unwrap_or(u64::MAX)
     }
 
+    /// Starts redis-server; on a fresh start a port taken by someone else in the meantime
+    /// (another test picked the same free port) is detected and another port is tried.
     fn spawn(&mut self) {
+        let restarting = self.child.is_none() && self.started_once;
+        for _ in 0..20 {
+            if self.try_spawn() {
+                self.started_once = true;
+                return;
+            }
+            if restarting {
+                break;
+            }
+            self.port = free_port();
+        }
+        panic!(
+            "redis-server did not start (last port tried: {})",
+            self.port
+        );
+    }
+
+    fn try_spawn(&mut self) -> bool {
         let binary = std::env::var_os("REDIS_SERVER_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("redis-server"));
@@ -123,23 +149,35 @@ impl RedisServer {
         if let Some(p) = &self.password {
             command.args(["--requirepass", p]);
         }
-        let child = command.spawn().unwrap_or_else(|e| {
+        let mut child = command.spawn().unwrap_or_else(|e| {
             panic!(
                 "cannot start {}: {e}. Install it with scripts/setup.sh (apt-get install redis-server)",
                 binary.display()
             )
         });
-        self.child = Some(child);
+        let ours = self.dir.path().to_string_lossy().into_owned();
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-                && self.command(&["PING"]).contains("PONG")
-            {
-                return;
+            if let Ok(Some(_)) = child.try_wait() {
+                return false; // exited: most likely the port was taken
+            }
+            // Whoever answers on the port must be the server that keeps its files in our dir.
+            if let Ok(reply) = self.try_command(&["CONFIG", "GET", "dir"]) {
+                if reply.contains(&ours) {
+                    self.child = Some(child);
+                    return true;
+                }
+                if !reply.is_empty() && !reply.starts_with("-LOADING") {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return false;
+                }
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        panic!("redis-server did not start on port {}", self.port);
+        let _ = child.kill();
+        let _ = child.wait();
+        false
     }
 }
 

@@ -1,15 +1,36 @@
 -- One acquire attempt. KEYS[5] fencing counter of the slot.
 -- ARGV: mode ('w' | 'r'), owner token, lease ms, holder metadata, waiter announcement ms (0 = none).
--- Fairness both ways: while a writer waits, new readers queue behind it; when a writer leaves
--- while readers wait, those readers have a turn (bounded) before the next writer.
 -- Returns {1, fence, hold count} | {0, retry after ms} | {-1} (a reader asked to write).
+-- Fairness: announced waiting writers go before newcomers (no barging); while a writer waits,
+-- new readers queue behind it; when a writer leaves while readers wait, those readers have a
+-- turn (bounded) before the next writer. Only one waiter per client and name announces itself.
 local mode, tok, lease, meta, wait_ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+
+-- Fast path, the common uncontended case: nobody holds it and nobody waits (7 calls in all).
+if redis.call('EXISTS', Z, W, WR) == 0 then
+  local fence = redis.call('INCR', KEYS[5])
+  if mode == 'w' then
+    redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta)
+    redis.call('ZADD', Z, now + lease, 'w')
+  else
+    redis.call('HSET', H, 'rc:' .. tok, 1, 'rf:' .. tok, fence, 'rm:' .. tok, meta, 'n', 1)
+    redis.call('ZADD', Z, now + lease, 'r:' .. tok)
+  end
+  redis.call('PEXPIREAT', H, now + lease)
+  redis.call('PEXPIREAT', Z, now + lease)
+  return {1, fence, 1}
+end
+
 purge()
 
+-- When to look again: when the first lease ends or, if the lock is free but others are
+-- announced ahead of us, when the first announcement runs out.
 local function retry_after()
-  local first = redis.call('ZRANGE', Z, 0, 0, 'WITHSCORES')
-  if #first == 0 then return 1 end
-  return math.max(tonumber(first[2]) - now, 1)
+  for _, zset in ipairs({Z, W, WR}) do
+    local first = redis.call('ZRANGE', zset, 0, 0, 'WITHSCORES')
+    if #first > 0 then return math.max(tonumber(first[2]) - now, 1) end
+  end
+  return 1
 end
 
 local function conflict()
@@ -19,7 +40,9 @@ local function conflict()
   return {0, retry_after()}
 end
 
-local readers_turn = redis.call('ZSCORE', WR, 'turn') ~= false
+local function readers_turn()
+  return waiters > 0 and redis.call('ZSCORE', WR, 'turn') ~= false
+end
 
 -- Re-entry never shortens a lease that is already longer.
 local function reenter(count_field, fence_field)
@@ -32,31 +55,38 @@ local function reenter(count_field, fence_field)
   return {1, tonumber(redis.call('HGET', H, fence_field)), count}
 end
 
-local writer = redis.call('HGET', H, 'wo')
+local state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok)
+local writer, readers, my_read = state[1], state[2], state[3]
 if mode == 'w' then
   if writer then
     if writer == tok then return reenter('wc', 'wf') end
     return conflict()
   end
-  if redis.call('HEXISTS', H, 'rc:' .. tok) == 1 then return {-1} end
-  if redis.call('HEXISTS', H, 'n') == 1 then return conflict() end
-  if readers_turn and waiting_readers() > 0 then return conflict() end
+  if my_read then return {-1} end
+  if readers then return conflict() end
+  if waiters > 0 then
+    if readers_turn() and waiting_readers() > 0 then return conflict() end
+    -- Writers announced as waiting go first: a newcomer queues behind them instead of barging.
+    if redis.call('EXISTS', W) == 1 and not redis.call('ZSCORE', W, tok) then return conflict() end
+    redis.call('ZREM', W, tok)
+  end
   local fence = redis.call('INCR', KEYS[5])
   redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta)
   redis.call('ZADD', Z, now + lease, 'w')
-  redis.call('ZREM', W, tok)
-  refresh_ttl()
+  expire_with(now + lease)
   return {1, fence, 1}
 end
 
 -- Read: the writer itself may read (downgrade); holders re-enter; newcomers wait behind writers.
 if writer and writer ~= tok then return conflict() end
-if redis.call('HEXISTS', H, 'rc:' .. tok) == 1 then return reenter('rc:' .. tok, 'rf:' .. tok) end
-if not writer and not readers_turn and redis.call('EXISTS', W) == 1 then return conflict() end
+if my_read then return reenter('rc:' .. tok, 'rf:' .. tok) end
+if not writer and waiters > 0 and not readers_turn() and redis.call('EXISTS', W) == 1 then
+  return conflict()
+end
 local fence = redis.call('INCR', KEYS[5])
 redis.call('HSET', H, 'rc:' .. tok, 1, 'rf:' .. tok, fence, 'rm:' .. tok, meta)
 redis.call('HINCRBY', H, 'n', 1)
 redis.call('ZADD', Z, now + lease, 'r:' .. tok)
 reader_done(tok)
-refresh_ttl()
+expire_with(now + lease)
 return {1, fence, 1}

@@ -1,6 +1,7 @@
 -- A waiter stops waiting (gave up or was cancelled). ARGV: mode, owner token, wake-up channel.
 -- Whoever queued behind its announcement is woken when it was the last of its kind.
 local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
+waiters = 1 -- waiting_readers() below must look
 if mode == 'w' then
   if redis.call('ZREM', W, tok) == 1 and redis.call('EXISTS', W) == 0 then
     redis.call('PUBLISH', channel, 'released')
