@@ -4,6 +4,7 @@
 //!    connection (`SET NX PX` + `EVALSHA` compare-and-delete), interleaved A B A B, 5 rounds.
 //! 2. Contended: 4 tasks over 2 clients on one lock — sections/s, wait p50/p99/max, handoff
 //!    latency (release → next holder in), and Redis commands per section from INFO commandstats.
+//!
 //! The machine is noisy: read ratios and medians.
 
 use std::sync::Arc;
