@@ -5,8 +5,8 @@
 //!
 //! | key                 | type | holds                                                        |
 //! |---------------------|------|--------------------------------------------------------------|
-//! | `P:{N}`             | hash | writer (`wo` token, `wc` count, `wf` fence, `wm` metadata), readers (`rc:T`, `rf:T`, `rm:T`), reader count `n` |
-//! | `P:{N}:exp`         | zset | one member per holder (`w`, `r:T`) scored by lease end (ms)  |
+//! | `P:{N}`             | hash | writer (`wo` token, `wc` count, `wf` fence, `wm` metadata), readers (`rc:T`, `rf:T`, `rm:T`), reader count `n`; exists exactly while held; a lone writer's lease is its TTL |
+//! | `P:{N}:exp`         | zset | only while readers hold: each reader's lease end (ms), and the writer's (`w`) after a downgrade |
 //! | `P:{N}:ww`          | zset | writers waiting (token scored by announcement end)           |
 //! | `P:{N}:wr`          | zset | readers waiting (`r:T`), and `turn` while readers have their turn |
 //! | `P:fence:{S}`       | int  | fencing counter shared by every name of one hash slot        |

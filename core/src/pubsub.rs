@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -29,8 +30,22 @@ struct Shared {
     channels: Mutex<HashMap<String, ChannelState>>,
 }
 
-struct ChannelState {
+/// Wake-ups of one channel, and how many messages (or reconnects) it has seen.
+#[derive(Default)]
+pub(crate) struct Signal {
     notify: Arc<Notify>,
+    messages: AtomicU64,
+}
+
+impl Signal {
+    fn fire(&self) {
+        self.messages.fetch_add(1, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+}
+
+struct ChannelState {
+    signal: Arc<Signal>,
     users: usize,
     confirmed: bool,
     idle_since: Option<Instant>,
@@ -40,7 +55,7 @@ struct ChannelState {
 /// A waiter's interest in one channel; dropping it lets the channel linger, then unsubscribe.
 pub(crate) struct Subscription {
     channel: String,
-    notify: Arc<Notify>,
+    signal: Arc<Signal>,
     shared: Arc<Shared>,
 }
 
@@ -49,9 +64,14 @@ pub(crate) type WakeUp = Pin<Box<tokio::sync::futures::OwnedNotified>>;
 
 impl Subscription {
     pub(crate) fn arm(&self) -> WakeUp {
-        let mut wake = Box::pin(self.notify.clone().notified_owned());
+        let mut wake = Box::pin(self.signal.notify.clone().notified_owned());
         wake.as_mut().enable();
         wake
+    }
+
+    /// Messages seen on the channel so far (reconnects count too: messages may have been lost).
+    pub(crate) fn messages(&self) -> u64 {
+        self.signal.messages.load(Ordering::SeqCst)
     }
 }
 
@@ -103,7 +123,7 @@ impl PubSubHub {
             let state = channels
                 .entry(channel.to_owned())
                 .or_insert_with(|| ChannelState {
-                    notify: Arc::new(Notify::new()),
+                    signal: Arc::default(),
                     users: 0,
                     confirmed: false,
                     idle_since: None,
@@ -130,7 +150,7 @@ impl PubSubHub {
     fn subscription(&self, channel: &str, state: &ChannelState) -> Subscription {
         Subscription {
             channel: channel.to_owned(),
-            notify: state.notify.clone(),
+            signal: state.signal.clone(),
             shared: self.shared.clone(),
         }
     }
@@ -212,7 +232,7 @@ impl HubTask {
             self.confirm(&known);
             // Messages may have been missed while disconnected: let every waiter re-check now.
             for state in self.shared.channels.lock().unwrap().values() {
-                state.notify.notify_waiters();
+                state.signal.fire();
             }
         }
         let mut sweep = tokio::time::interval(self.linger.max(Duration::from_millis(100)) / 2);
@@ -222,7 +242,7 @@ impl HubTask {
                 message = stream.next() => match message {
                     Some(msg) => {
                         if let Some(state) = self.shared.channels.lock().unwrap().get(msg.get_channel_name()) {
-                            state.notify.notify_waiters();
+                            state.signal.fire();
                         }
                     }
                     None => return Disconnect::Lost,

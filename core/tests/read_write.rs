@@ -250,3 +250,40 @@ async fn many_readers_release_without_scanning() {
     }
     assert_eq!(lock_keys(&server), Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_keeps_a_downgraded_writer_and_its_read_share() {
+    let server = RedisServer::start();
+    let client = builder(&server).lease(ms(300)).connect().await.unwrap();
+    let rw = client.read_write_lock("downgraded-kept").unwrap();
+    let (o, other) = (Owner::random(), Owner::random());
+    rw.write().acquire(&o, NOW, None).await.unwrap();
+    rw.read().acquire(&o, NOW, None).await.unwrap();
+    tokio::time::sleep(ms(1_200)).await;
+    assert_eq!(rw.write().hold_count(&o).await.unwrap(), 1);
+    assert_eq!(rw.read().hold_count(&o).await.unwrap(), 1);
+    assert!(rw.read().try_acquire(&other, None).await.unwrap().is_none());
+    rw.write().release(&o).await.unwrap();
+    rw.read().acquire(&other, NOW, None).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_downgraded_writers_lease_ends_alone_while_its_read_share_lives_on() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("downgraded-expiry").unwrap();
+    let (o, other) = (Owner::random(), Owner::random());
+    rw.write().acquire(&o, NOW, Some(ms(300))).await.unwrap();
+    rw.read().acquire(&o, NOW, Some(ms(30_000))).await.unwrap();
+    tokio::time::sleep(ms(500)).await;
+    assert!(
+        !rw.write().is_locked().await.unwrap(),
+        "the write lease ended"
+    );
+    assert!(rw.read().is_held_by(&o).await.unwrap());
+    assert_eq!(rw.write().release(&o).await.unwrap_err(), Error::NotHeld);
+    // Another reader may join; a writer still waits for the remaining reader.
+    rw.read().acquire(&other, NOW, None).await.unwrap();
+    let info = rw.read().inspect().await.unwrap();
+    assert_eq!((info.mode, info.holder_count), (Some(Mode::Read), 2));
+}

@@ -6,29 +6,34 @@
 -- turn (bounded) before the next writer. Only one waiter per client and name announces itself.
 local mode, tok, lease, meta, wait_ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 
--- Fast path, the common uncontended case: nobody holds it and nobody waits (7 calls in all).
-if redis.call('EXISTS', Z, W, WR) == 0 then
+-- Fast path, the common uncontended case: nobody holds it and nobody waits.
+if redis.call('EXISTS', H, W, WR) == 0 then
   local fence = redis.call('INCR', KEYS[5])
   if mode == 'w' then
     redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta)
-    redis.call('ZADD', Z, now + lease, 'w')
+    redis.call('PEXPIRE', H, lease)
   else
     redis.call('HSET', H, 'rc:' .. tok, 1, 'rf:' .. tok, fence, 'rm:' .. tok, meta, 'n', 1)
-    redis.call('ZADD', Z, now + lease, 'r:' .. tok)
+    redis.call('ZADD', Z, now() + lease, 'r:' .. tok)
+    redis.call('PEXPIREAT', H, now() + lease)
+    redis.call('PEXPIREAT', Z, now() + lease)
   end
-  redis.call('PEXPIREAT', H, now + lease)
-  redis.call('PEXPIREAT', Z, now + lease)
   return {1, fence, 1}
 end
 
+--[[helpers]]
 purge()
 
 -- When to look again: when the first lease ends or, if the lock is free but others are
 -- announced ahead of us, when the first announcement runs out.
 local function retry_after()
-  for _, zset in ipairs({Z, W, WR}) do
-    local first = redis.call('ZRANGE', zset, 0, 0, 'WITHSCORES')
-    if #first > 0 then return math.max(tonumber(first[2]) - now, 1) end
+  local first = redis.call('ZRANGE', Z, 0, 0, 'WITHSCORES')
+  if #first > 0 then return math.max(tonumber(first[2]) - now(), 1) end
+  local ttl = redis.call('PTTL', H)
+  if ttl > 0 then return ttl end
+  for _, zset in ipairs({W, WR}) do
+    first = redis.call('ZRANGE', zset, 0, 0, 'WITHSCORES')
+    if #first > 0 then return math.max(tonumber(first[2]) - now(), 1) end
   end
   return 1
 end
@@ -44,23 +49,23 @@ local function readers_turn()
   return waiters > 0 and redis.call('ZSCORE', WR, 'turn') ~= false
 end
 
--- Re-entry never shortens a lease that is already longer.
-local function reenter(count_field, fence_field)
-  local member = holder_member(mode, tok)
-  local count = redis.call('HINCRBY', H, count_field, 1)
-  if tonumber(redis.call('ZSCORE', Z, member)) < now + lease then
-    redis.call('ZADD', Z, now + lease, member)
-    refresh_ttl()
-  end
-  return {1, tonumber(redis.call('HGET', H, fence_field)), count}
-end
-
 local state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok)
 local writer, readers, my_read = state[1], state[2], state[3]
+
 if mode == 'w' then
   if writer then
-    if writer == tok then return reenter('wc', 'wf') end
-    return conflict()
+    if writer ~= tok then return conflict() end
+    -- Re-entry; it never shortens a lease that is already longer.
+    local count = redis.call('HINCRBY', H, 'wc', 1)
+    if writer_expiry() < now() + lease then
+      if redis.call('EXISTS', Z) == 1 then
+        redis.call('ZADD', Z, now() + lease, 'w')
+        refresh_ttl()
+      else
+        redis.call('PEXPIRE', H, lease)
+      end
+    end
+    return {1, tonumber(redis.call('HGET', H, 'wf')), count}
   end
   if my_read then return {-1} end
   if readers then return conflict() end
@@ -72,21 +77,32 @@ if mode == 'w' then
   end
   local fence = redis.call('INCR', KEYS[5])
   redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta)
-  redis.call('ZADD', Z, now + lease, 'w')
-  expire_with(now + lease)
+  redis.call('PEXPIRE', H, lease)
   return {1, fence, 1}
 end
 
 -- Read: the writer itself may read (downgrade); holders re-enter; newcomers wait behind writers.
 if writer and writer ~= tok then return conflict() end
-if my_read then return reenter('rc:' .. tok, 'rf:' .. tok) end
+if my_read then
+  local member = 'r:' .. tok
+  local count = redis.call('HINCRBY', H, 'rc:' .. tok, 1)
+  if tonumber(redis.call('ZSCORE', Z, member)) < now() + lease then
+    redis.call('ZADD', Z, now() + lease, member)
+    refresh_ttl()
+  end
+  return {1, tonumber(redis.call('HGET', H, 'rf:' .. tok)), count}
+end
 if not writer and waiters > 0 and not readers_turn() and redis.call('EXISTS', W) == 1 then
   return conflict()
+end
+if writer and redis.call('EXISTS', Z) == 0 then
+  -- Downgrade: from now on the writer's lease is kept in Z beside the readers'.
+  redis.call('ZADD', Z, writer_expiry(), 'w')
 end
 local fence = redis.call('INCR', KEYS[5])
 redis.call('HSET', H, 'rc:' .. tok, 1, 'rf:' .. tok, fence, 'rm:' .. tok, meta)
 redis.call('HINCRBY', H, 'n', 1)
-redis.call('ZADD', Z, now + lease, 'r:' .. tok)
+redis.call('ZADD', Z, now() + lease, 'r:' .. tok)
 reader_done(tok)
-expire_with(now + lease)
+refresh_ttl()
 return {1, fence, 1}

@@ -13,7 +13,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{AcquireOptions, Attempt, Hold, Lock, scripts::SCRIPTS, validate_lease};
+use super::{
+    AcquireOptions, Attempt, Hold, LocalLock, Lock, Mode, NO_HANDOFF, scripts::SCRIPTS,
+    validate_lease,
+};
 use crate::config::ContentionAlert;
 use crate::error::{Error, Result};
 use crate::inspect::HolderMetadata;
@@ -46,12 +49,17 @@ impl Lock {
         // subscription is already live, arm the wake-up first so a release that lands right
         // after this attempt is not missed.
         let gate = if will_wait {
-            self.local.gate.try_lock().ok()
+            self.local
+                .gate
+                .try_lock()
+                .ok()
+                .map(|g| GateGuard::new(g, &self.local))
         } else {
             None
         };
         let live = self.client.pubsub.active(&self.keys.channel);
         let mut wake: Option<WakeUp> = live.as_ref().map(|s| s.arm());
+        let messages_before = live.as_ref().map(|s| s.messages());
         let mut announcement = Announcement::new(self, owner);
         let fast = AttemptArgs {
             announce_ms: if gate.is_some() {
@@ -62,7 +70,11 @@ impl Lock {
             ..attempt
         };
         let mut last = self.attempt(&fast, &mut announcement).await?;
-        if let Attempt::Busy { .. } = last {
+        if let Attempt::Acquired { .. } = last {
+            if let Some(mut gate) = gate {
+                gate.acquired_after(self.mode, messages_before);
+            }
+        } else {
             if !will_wait {
                 self.local.failed_attempts.fetch_add(1, Ordering::Relaxed);
                 return Err(Error::Timeout);
@@ -111,7 +123,7 @@ impl Lock {
     async fn wait_for_turn(
         &self,
         turn: Turn<'_, '_>,
-        gate: Option<tokio::sync::MutexGuard<'_, ()>>,
+        gate: Option<GateGuard<'_>>,
         live: Option<crate::pubsub::Subscription>,
         wake: &mut Option<WakeUp>,
         last: &mut Attempt,
@@ -123,23 +135,11 @@ impl Lock {
         let mut alerted = false;
         self.local.failed_attempts.fetch_add(1, Ordering::Relaxed);
 
-        // The process lock first: one waiter per client and name at a time talks to Redis.
-        let _gate = match gate {
-            Some(gate) => gate,
-            None => {
-                *wake = None; // our fast attempt is stale by the time we get the gate
-                let queued = self.local.gate.lock();
-                tokio::select! {
-                    gate = queued => gate,
-                    _ = sleep_until(turn.deadline) => return Err(Error::Timeout),
-                    _ = shutdown.cancelled() => return Err(Error::Closed),
-                }
-            }
-        };
+        // Subscribe first (a queued waiter's wake-up then covers its whole time in the queue).
+        let fresh_subscription = live.is_none();
         let subscription = match live {
             Some(s) => s,
             None => {
-                *wake = None;
                 let limit = config.command_timeout;
                 let subscribing = self.client.pubsub.subscribe(&self.keys.channel, limit);
                 tokio::select! {
@@ -148,13 +148,45 @@ impl Lock {
                 }
             }
         };
+        // The process lock first: one waiter per client and name at a time talks to Redis.
+        let mut gate = match gate {
+            Some(gate) => gate,
+            None => {
+                let queued = self.local.gate.lock();
+                let gate = tokio::select! {
+                    gate = queued => GateGuard::new(gate, &self.local),
+                    _ = sleep_until(turn.deadline) => return Err(Error::Timeout),
+                    _ = shutdown.cancelled() => return Err(Error::Closed),
+                };
+                // Our fast attempt is stale now. If nothing was published since the waiter
+                // before us took the lock, it still holds it: wait for the release instead of
+                // attempting in vain.
+                *wake = Some(subscription.arm());
+                match gate.previous_acquisition {
+                    Some(seen) if seen == subscription.messages() => {
+                        *last = Attempt::Busy {
+                            retry_after: config.recheck_interval,
+                        };
+                    }
+                    _ => *wake = None,
+                }
+                gate
+            }
+        };
+        if fresh_subscription {
+            *wake = None; // the fast attempt ran before we were subscribed
+        }
 
         loop {
             if wake.is_none() {
                 *wake = Some(subscription.arm());
+                let messages_before = subscription.messages();
                 *last = self.attempt(turn.args, announcement).await?;
                 match last {
-                    Attempt::Acquired { .. } => return Ok(()),
+                    Attempt::Acquired { .. } => {
+                        gate.acquired_after(self.mode, Some(messages_before));
+                        return Ok(());
+                    }
                     Attempt::Busy { .. } => {
                         failed += 1;
                         self.local.failed_attempts.fetch_add(1, Ordering::Relaxed);
@@ -273,6 +305,43 @@ struct Turn<'t, 'a> {
     args: &'t AttemptArgs<'a>,
     deadline: Option<Instant>,
     started: Instant,
+}
+
+/// The process-local gate, held while one waiter talks to Redis. On leaving, it tells the next
+/// waiter whether the lock was just taken (and the channel's message count at that moment).
+struct GateGuard<'a> {
+    _guard: tokio::sync::MutexGuard<'a, ()>,
+    local: &'a LocalLock,
+    /// What the previous holder of the gate left: `Some(messages)` if it acquired.
+    previous_acquisition: Option<u64>,
+    acquired_at: Option<u64>,
+}
+
+impl<'a> GateGuard<'a> {
+    fn new(guard: tokio::sync::MutexGuard<'a, ()>, local: &'a LocalLock) -> Self {
+        let left = local.handoff_messages.load(Ordering::SeqCst);
+        GateGuard {
+            _guard: guard,
+            local,
+            previous_acquisition: (left != NO_HANDOFF).then_some(left),
+            acquired_at: None,
+        }
+    }
+
+    /// The lock was acquired by an attempt sent when the channel had seen `messages` messages
+    /// (`None`: not known, the next waiter must attempt at once).
+    fn acquired_after(&mut self, mode: Mode, messages: Option<u64>) {
+        // After a read hold, a queued reader may get in at once: only a write hold is a reason
+        // for the next waiter to wait for a release.
+        self.acquired_at = messages.filter(|_| mode == Mode::Write);
+    }
+}
+
+impl Drop for GateGuard<'_> {
+    fn drop(&mut self) {
+        let left = self.acquired_at.unwrap_or(NO_HANDOFF);
+        self.local.handoff_messages.store(left, Ordering::SeqCst);
+    }
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

@@ -1,7 +1,8 @@
 -- Remove every hold and waiting writer of a name and wake the waiters. ARGV: wake-up channel.
 -- Returns 1 when something was held, else 0.
+--[[helpers]]
 purge()
-local held = redis.call('EXISTS', Z)
+local held = redis.call('EXISTS', H)
 redis.call('DEL', H, Z, W, WR)
 redis.call('PUBLISH', ARGV[1], 'released')
 return held

@@ -1,23 +1,32 @@
 -- Read-only snapshot for admins and alerts. KEYS[5] fencing counter. ARGV: most holders to list.
--- Returns {now ms, last fence, waiting writers, live holders, {mode, token, count, fence, meta, ms left}...,
---          waiting readers}.
+-- Returns {now ms, last fence, waiting writers, live holders,
+--          {{mode, token, count, fence, meta, ms left}...}, waiting readers}.
+--[[helpers]]
 local limit = tonumber(ARGV[1])
-local members = redis.call('ZRANGEBYSCORE', Z, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
 local holders = {}
+local live = 0
+local w = redis.call('HMGET', H, 'wo', 'wc', 'wf', 'wm')
+if w[1] then
+  local left = writer_expiry() - now()
+  if left > 0 then
+    live = 1
+    table.insert(holders, {'w', w[1], tonumber(w[2]), tonumber(w[3]), w[4] or '', left})
+  end
+end
+local members = redis.call('ZRANGEBYSCORE', Z, '(' .. now(), '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 1)
 for i = 1, #members, 2 do
-  local member, left = members[i], tonumber(members[i + 1]) - now
-  if member == 'w' then
-    local f = redis.call('HMGET', H, 'wo', 'wc', 'wf', 'wm')
-    table.insert(holders, {'w', f[1], tonumber(f[2]), tonumber(f[3]), f[4] or '', left})
-  else
+  local member, left = members[i], tonumber(members[i + 1]) - now()
+  if member ~= 'w' and #holders < limit then
     local tok = string.sub(member, 3)
     local f = redis.call('HMGET', H, 'rc:' .. tok, 'rf:' .. tok, 'rm:' .. tok)
     table.insert(holders, {'r', tok, tonumber(f[1]), tonumber(f[2]), f[3] or '', left})
   end
 end
+local readers = redis.call('ZCOUNT', Z, '(' .. now(), '+inf')
+if redis.call('ZSCORE', Z, 'w') then readers = readers - 1 end
+live = live + math.max(readers, 0)
 local fence = tonumber(redis.call('GET', KEYS[5]) or '0')
-local waiting = redis.call('ZCOUNT', W, '(' .. now, '+inf')
-local live = redis.call('ZCOUNT', Z, '(' .. now, '+inf')
-local waiting_r = redis.call('ZCOUNT', WR, '(' .. now, '+inf')
+local waiting = redis.call('ZCOUNT', W, '(' .. now(), '+inf')
+local waiting_r = redis.call('ZCOUNT', WR, '(' .. now(), '+inf')
 if redis.call('ZSCORE', WR, 'turn') then waiting_r = waiting_r - 1 end
-return {now, fence, waiting, live, holders, math.max(waiting_r, 0)}
+return {now(), fence, waiting, live, holders, math.max(waiting_r, 0)}

@@ -66,13 +66,31 @@ pub struct LockStats {
 
 /// Process-local state of one name: the queue that lets one waiter at a time talk to Redis
 /// (seed 002's "process lock first") and the contention counters (seed 000).
-#[derive(Default)]
 pub(crate) struct LocalLock {
     pub(crate) gate: tokio::sync::Mutex<()>,
+    /// Left by the last gate holder: the channel's message count when it acquired the lock,
+    /// or [`NO_HANDOFF`].
+    handoff_messages: AtomicU64,
     failed_attempts: AtomicU64,
     waits: AtomicU64,
     wait_nanos: AtomicU64,
     alerts: AtomicU64,
+}
+
+/// The gate's last holder did not acquire (or it is unknown): the next one must attempt at once.
+const NO_HANDOFF: u64 = u64::MAX;
+
+impl Default for LocalLock {
+    fn default() -> Self {
+        LocalLock {
+            gate: tokio::sync::Mutex::new(()),
+            handoff_messages: AtomicU64::new(NO_HANDOFF),
+            failed_attempts: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+            wait_nanos: AtomicU64::new(0),
+            alerts: AtomicU64::new(0),
+        }
+    }
 }
 
 /// A read/write lock: [`ReadWriteLock::read`] and [`ReadWriteLock::write`] are two views of one name.

@@ -1,25 +1,31 @@
 -- Watchdog: renew many holds in one call. KEYS: state hash and expiries zset of each hold, in pairs.
 -- ARGV: lease ms, then mode and owner token of each hold. Returns 1 (renewed) or 0 (gone) per hold.
--- Never shortens a lease. The prelude's H/Z/W are unused here.
+-- Never shortens a lease. The prelude's H/Z/W/WR are unused here.
 local lease = tonumber(ARGV[1])
 local result = {}
 for i = 1, #KEYS / 2 do
   local hash, zset = KEYS[2 * i - 1], KEYS[2 * i]
   local mode, tok = ARGV[2 * i], ARGV[2 * i + 1]
-  local member = holder_member(mode, tok)
-  local score = redis.call('ZSCORE', zset, member)
-  local held = score and tonumber(score) > now
-  if held and mode == 'w' then held = redis.call('HGET', hash, 'wo') == tok end
-  if held then
-    if tonumber(score) < now + lease then
-      redis.call('ZADD', zset, now + lease, member)
-      local last = redis.call('ZRANGE', zset, -1, -1, 'WITHSCORES')
-      redis.call('PEXPIREAT', hash, last[2])
-      redis.call('PEXPIREAT', zset, last[2])
-    end
-    result[i] = 1
+  local held = false
+  local member = (mode == 'w') and 'w' or ('r:' .. tok)
+  if mode == 'w' and redis.call('HGET', hash, 'wo') ~= tok then
+    held = false
   else
-    result[i] = 0
+    local score = redis.call('ZSCORE', zset, member)
+    if score then
+      held = tonumber(score) > now()
+      if held and tonumber(score) < now() + lease then
+        redis.call('ZADD', zset, now() + lease, member)
+        local last = redis.call('ZRANGE', zset, -1, -1, 'WITHSCORES')
+        redis.call('PEXPIREAT', hash, last[2])
+        redis.call('PEXPIREAT', zset, last[2])
+      end
+    elseif mode == 'w' then
+      -- A lone writer: its lease is the hash's TTL.
+      held = true
+      if redis.call('PTTL', hash) < lease then redis.call('PEXPIRE', hash, lease) end
+    end
   end
+  result[i] = held and 1 or 0
 end
 return result

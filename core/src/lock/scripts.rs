@@ -7,6 +7,8 @@ use std::sync::LazyLock;
 use redis::Script;
 
 const PRELUDE: &str = include_str!("prelude.lua");
+const HELPERS: &str = include_str!("helpers.lua");
+const HELPERS_MARK: &str = "--[[helpers]]";
 
 pub(crate) struct Scripts {
     pub acquire: Script,
@@ -20,7 +22,10 @@ pub(crate) struct Scripts {
 }
 
 fn with_prelude(body: &str) -> Script {
-    Script::new(&format!("{PRELUDE}\n{body}"))
+    Script::new(&format!(
+        "{PRELUDE}\n{}",
+        body.replacen(HELPERS_MARK, HELPERS, 1)
+    ))
 }
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {

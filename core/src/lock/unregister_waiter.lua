@@ -1,5 +1,6 @@
 -- A waiter stops waiting (gave up or was cancelled). ARGV: mode, owner token, wake-up channel.
 -- Whoever queued behind its announcement is woken when it was the last of its kind.
+--[[helpers]]
 local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
 waiters = 1 -- waiting_readers() below must look
 if mode == 'w' then

@@ -1,0 +1,70 @@
+-- Helpers shared by the lock scripts' slow paths (spliced in at --[[helpers]]).
+local waiters = 0 -- set by purge(): how many of W and WR exist
+
+-- Drops readers (and a Z-tracked writer) whose lease ended, and stale announcements: each
+-- holder costs O(log n) once, so no call ever scans all readers.
+local function purge()
+  local first = redis.call('ZRANGE', Z, 0, 0, 'WITHSCORES')
+  if #first > 0 and tonumber(first[2]) <= now() then
+    for _, member in ipairs(redis.call('ZRANGEBYSCORE', Z, '-inf', now())) do
+      if member == 'w' then
+        redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm')
+      else
+        local tok = string.sub(member, 3)
+        redis.call('HDEL', H, 'rc:' .. tok, 'rf:' .. tok, 'rm:' .. tok)
+        if redis.call('HINCRBY', H, 'n', -1) <= 0 then
+          redis.call('HDEL', H, 'n')
+        end
+      end
+    end
+    redis.call('ZREMRANGEBYSCORE', Z, '-inf', now())
+    -- While Z exists a writer is in it, so an empty Z means nobody holds the lock.
+    if redis.call('EXISTS', Z) == 0 then redis.call('DEL', H) end
+  end
+  waiters = redis.call('EXISTS', W, WR)
+  if waiters > 0 then
+    redis.call('ZREMRANGEBYSCORE', W, '-inf', now())
+    redis.call('ZREMRANGEBYSCORE', WR, '-inf', now())
+    waiters = redis.call('EXISTS', W, WR)
+  end
+end
+
+-- With readers: H and Z live exactly as long as the longest lease in Z.
+local function refresh_ttl()
+  local last = redis.call('ZRANGE', Z, -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    redis.call('DEL', H, Z)
+    return
+  end
+  redis.call('PEXPIREAT', H, last[2])
+  redis.call('PEXPIREAT', Z, last[2])
+end
+
+-- When the writer's lease ends (ms), wherever it is kept.
+local function writer_expiry()
+  local score = redis.call('ZSCORE', Z, 'w')
+  if score then return tonumber(score) end
+  return now() + math.max(redis.call('PTTL', H), 0)
+end
+
+-- Announce a waiter in a zset that lives as long as its latest announcement.
+local function announce(zset, member, ttl)
+  redis.call('ZADD', zset, now() + ttl, member)
+  local last = redis.call('ZRANGE', zset, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', zset, last[2])
+end
+
+-- Readers announced as waiting (the 'turn' marker is not one of them).
+local function waiting_readers()
+  if waiters == 0 then return 0 end
+  local n = redis.call('ZCARD', WR)
+  if n > 0 and redis.call('ZSCORE', WR, 'turn') then n = n - 1 end
+  return n
+end
+
+-- A reader stops waiting; the readers' turn ends with the last of them.
+local function reader_done(tok)
+  if waiters == 0 then return end
+  redis.call('ZREM', WR, 'r:' .. tok)
+  if waiting_readers() == 0 then redis.call('DEL', WR) end
+end
