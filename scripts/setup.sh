@@ -3,6 +3,7 @@
 set -euo pipefail
 
 need_apt=()
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 dpkg -s libssl-dev >/dev/null 2>&1 || need_apt+=(libssl-dev)

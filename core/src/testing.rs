@@ -16,6 +16,8 @@ pub struct RedisServer {
     dir: tempfile::TempDir,
     child: Option<Child>,
     started_once: bool,
+    /// The TLS port, when started with [`RedisServer::start_tls`].
+    tls_port: Option<u16>,
 }
 
 impl RedisServer {
@@ -33,13 +35,54 @@ impl RedisServer {
             dir,
             child: None,
             started_once: false,
+            tls_port: None,
         };
         server.spawn();
         server
     }
 
-    /// `redis://127.0.0.1:PORT` (with the password when there is one).
+    /// Starts a server that also listens with TLS, using a fresh self-signed certificate made
+    /// with the `openssl` command. [`RedisServer::url`] is then a `rediss://` URL that skips
+    /// certificate verification (`#insecure`); the plain port stays for [`RedisServer::command`].
+    pub fn start_tls() -> RedisServer {
+        let dir = tempfile::tempdir().expect("temp dir for redis-server");
+        let made = Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            ])
+            .args([
+                "-subj",
+                "/CN=127.0.0.1",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1",
+            ])
+            .arg("-keyout")
+            .arg(dir.path().join("key.pem"))
+            .arg("-out")
+            .arg(dir.path().join("cert.pem"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl (scripts/setup.sh installs it)");
+        assert!(made.success(), "openssl could not make a certificate");
+        let mut server = RedisServer {
+            port: free_port(),
+            password: None,
+            dir,
+            child: None,
+            started_once: false,
+            tls_port: Some(free_port()),
+        };
+        server.spawn();
+        server
+    }
+
+    /// `redis://127.0.0.1:PORT` (with the password when there is one), or the `rediss://` URL
+    /// of a TLS server.
     pub fn url(&self) -> String {
+        if let Some(tls) = self.tls_port {
+            return format!("rediss://127.0.0.1:{tls}/#insecure");
+        }
         match &self.password {
             Some(p) => format!("redis://:{p}@127.0.0.1:{}", self.port),
             None => format!("redis://127.0.0.1:{}", self.port),
@@ -148,6 +191,19 @@ impl RedisServer {
             .stderr(Stdio::null());
         if let Some(p) = &self.password {
             command.args(["--requirepass", p]);
+        }
+        if let Some(tls) = self.tls_port {
+            let file = |name: &str| self.dir.path().join(name);
+            command
+                .arg("--tls-port")
+                .arg(tls.to_string())
+                .arg("--tls-cert-file")
+                .arg(file("cert.pem"))
+                .arg("--tls-key-file")
+                .arg(file("key.pem"))
+                .arg("--tls-ca-cert-file")
+                .arg(file("cert.pem"))
+                .args(["--tls-auth-clients", "no"]);
         }
         let mut child = command.spawn().unwrap_or_else(|e| {
             panic!(

@@ -178,3 +178,25 @@ async fn holder_metadata_is_stored_and_inspected() {
     assert_eq!(info.mode, Some(Mode::Write));
     assert!(info.last_fencing_token >= holder.fencing_token);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_watchdog_a_leaseless_hold_gets_the_default_lease_and_expires() {
+    let server = RedisServer::start();
+    let client = builder(&server)
+        .watchdog(false)
+        .lease(ms(300))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("unwatched").unwrap();
+    let owner = Owner::random();
+    let hold = lock.acquire(&owner, NOW, None).await.unwrap();
+    assert_eq!(client.watched_holds(), 0);
+    tokio::time::sleep(ms(500)).await;
+    assert!(!lock.is_locked().await.unwrap());
+    assert!(
+        !hold.is_lost(),
+        "nothing watched it, so nothing reports it lost"
+    );
+    assert_eq!(lock.release(&owner).await.unwrap_err(), Error::NotHeld);
+}

@@ -125,3 +125,53 @@ async fn waiters_recover_when_the_pubsub_connection_drops() {
     }
     assert!(got);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_users_with_passwords() {
+    let server = RedisServer::start();
+    let reply = server.command(&[
+        "ACL",
+        "SETUSER",
+        "app",
+        "on",
+        ">app-pass",
+        "~*",
+        "&*",
+        "+@all",
+    ]);
+    assert!(reply.starts_with("+OK"), "{reply}");
+    let url = format!("redis://app:app-pass@127.0.0.1:{}", server.port());
+    let client = Client::connect(&url).await.unwrap();
+    client
+        .lock("acl")
+        .unwrap()
+        .acquire(&Owner::random(), NOW, None)
+        .await
+        .unwrap();
+    let wrong = format!("redis://app:nope@127.0.0.1:{}", server.port());
+    assert_eq!(
+        Client::connect(&wrong).await.err().map(|e| e.kind()),
+        Some(ErrorKind::Connection)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_connections_with_rediss_urls() {
+    let server = RedisServer::start_tls();
+    assert!(server.url().starts_with("rediss://"));
+    let client = Client::connect(&server.url()).await.unwrap();
+    let waiter_client = Client::connect(&server.url()).await.unwrap();
+    let lock = client.lock("over-tls").unwrap();
+    let owner = Owner::random();
+    lock.acquire(&owner, NOW, None).await.unwrap();
+    // Waiting works over TLS too (the pub/sub connection uses it as well).
+    let waiter = waiter_client.lock("over-tls").unwrap();
+    let waiting = tokio::spawn(async move {
+        waiter
+            .acquire(&Owner::random(), Some(Duration::from_secs(5)), None)
+            .await
+    });
+    tokio::time::sleep(ms(200)).await;
+    lock.release(&owner).await.unwrap();
+    assert!(waiting.await.unwrap().is_ok());
+}
