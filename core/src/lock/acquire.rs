@@ -144,6 +144,7 @@ impl Lock {
                 let subscribing = self.client.pubsub.subscribe(&self.keys.channel, limit);
                 tokio::select! {
                     s = subscribing => s,
+                    _ = sleep_until(turn.deadline) => return Err(Error::Timeout),
                     _ = shutdown.cancelled() => return Err(Error::Closed),
                 }
             }
