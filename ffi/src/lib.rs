@@ -8,5 +8,11 @@
 
 #[cfg(feature = "c-api")]
 pub mod c_api;
+#[cfg(feature = "java")]
+mod jni_api;
 #[cfg(feature = "python")]
 mod python;
+
+// UniFFI's scaffolding (the namespace `redlock`) must be set up once, at the crate root.
+#[cfg(feature = "python")]
+uniffi::setup_scaffolding!("redlock");

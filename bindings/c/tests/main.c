@@ -1,0 +1,35 @@
+/* Runs every C test against one throwaway redis-server; the last line is "N passed, N failed". */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static const test_case *const suites[] = {exclusive_tests, rwlock_tests,  lease_tests,
+                                          bad_input_tests, handle_tests, thread_tests};
+
+int main(int argc, char **argv) {
+    /* An optional argument runs only the tests whose name contains it. */
+    const char *only = argc > 1 ? argv[1] : NULL;
+    if (!redis_start()) {
+        fprintf(stderr, "cannot start redis-server\n");
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    int passed = 0, failed = 0;
+    for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++) {
+        for (const test_case *t = suites[s]; t->name; t++) {
+            if (only && !strstr(t->name, only)) continue;
+            test_failed = false;
+            int64_t started = now_ms();
+            t->run();
+            printf("%s %s (%lld ms)\n", test_failed ? "FAIL" : "ok  ", t->name,
+                   (long long)(now_ms() - started));
+            fflush(stdout);
+            if (test_failed) failed++;
+            else passed++;
+        }
+    }
+    redis_stop();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}

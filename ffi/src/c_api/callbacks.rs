@@ -1,0 +1,150 @@
+//! Lock-lost and contention callbacks: C function pointers with user data.
+//!
+//! The core calls them on a blocking-pool thread. Each client has a gate so that once
+//! `rl_client_close` (or `rl_client_free`) returns, no callback of that client is running or will
+//! start: the caller may then free its `user_data`.
+
+#![allow(non_camel_case_types)]
+
+use std::cell::Cell;
+use std::ffi::{CString, c_char, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use redlock_core::{ContentionAlert, LockLostEvent};
+
+use super::inspect::holders_json;
+use super::status::rl_mode;
+
+/// A hold this client's watchdog kept alive is gone from Redis. Valid only during the call.
+#[repr(C)]
+pub struct rl_lock_lost_event {
+    /// The lock name (NUL-terminated UTF-8).
+    pub name: *const c_char,
+    /// The view that was held.
+    pub mode: rl_mode,
+    /// The owner token of the lost hold.
+    pub owner_token: *const c_char,
+}
+
+/// A waiter passed the client's contention threshold (a possible dead lock). Valid only during
+/// the call.
+#[repr(C)]
+pub struct rl_contention_alert {
+    /// The lock name (NUL-terminated UTF-8).
+    pub name: *const c_char,
+    /// The view the waiter asks for.
+    pub mode: rl_mode,
+    /// The waiting owner's token.
+    pub owner_token: *const c_char,
+    /// How long the waiter has waited so far, in milliseconds.
+    pub waited_ms: u64,
+    /// How many attempts found the lock taken.
+    pub failed_attempts: u64,
+    /// The holders at the time of the alert: a JSON array as in `rl_lock_inspect`'s "holders".
+    pub holders_json: *const c_char,
+}
+
+/// Called on a library thread when a watched hold is lost. Must return promptly and must not
+/// unwind (no C++ exceptions, no Go panics) into the library.
+pub type rl_lock_lost_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const rl_lock_lost_event)>;
+
+/// Called on a library thread, once per waiting acquire that passes the contention threshold.
+/// Must return promptly and must not unwind into the library.
+pub type rl_contention_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, alert: *const rl_contention_alert)>;
+
+/// A C callback and its user data. The pointer is kept as an integer: the library never
+/// dereferences it, it only hands it back, and the caller vouches for its thread safety.
+#[derive(Clone, Copy)]
+pub(crate) struct CCallback<F> {
+    pub(crate) function: F,
+    pub(crate) user_data: usize,
+}
+
+thread_local! {
+    /// Set while this thread runs a callback, so that closing a client from inside its own
+    /// callback does not wait for itself.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Lets callbacks run until the client is closed, and makes closing wait for a running one.
+#[derive(Default)]
+pub(crate) struct CallbackGate {
+    closed: AtomicBool,
+    running: Mutex<()>,
+}
+
+impl CallbackGate {
+    fn run(&self, callback: impl FnOnce()) {
+        let _running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        IN_CALLBACK.set(true);
+        callback();
+        IN_CALLBACK.set(false);
+    }
+
+    /// After this returns no callback of the gate runs (unless called from inside one, which
+    /// cannot wait for itself).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        if !IN_CALLBACK.get() {
+            drop(self.running.lock().unwrap_or_else(PoisonError::into_inner));
+        }
+    }
+}
+
+type LostFn = unsafe extern "C" fn(*mut c_void, *const rl_lock_lost_event);
+type ContentionFn = unsafe extern "C" fn(*mut c_void, *const rl_contention_alert);
+
+/// The core callback that forwards lock-lost events to C.
+pub(crate) fn lost_forwarder(
+    callback: CCallback<LostFn>,
+    gate: Arc<CallbackGate>,
+) -> impl Fn(&LockLostEvent) + Send + Sync + 'static {
+    move |event| {
+        let name = c_text(&event.name);
+        let token = c_text(&event.owner_token);
+        let c_event = rl_lock_lost_event {
+            name: name.as_ptr(),
+            mode: event.mode.into(),
+            owner_token: token.as_ptr(),
+        };
+        // SAFETY: the caller registered this function for exactly these arguments; the event
+        // and its strings outlive the call.
+        gate.run(|| unsafe { (callback.function)(callback.user_data as *mut c_void, &c_event) });
+    }
+}
+
+/// The core callback that forwards contention alerts to C.
+pub(crate) fn contention_forwarder(
+    callback: CCallback<ContentionFn>,
+    gate: Arc<CallbackGate>,
+) -> impl Fn(&ContentionAlert) + Send + Sync + 'static {
+    move |alert| {
+        let name = c_text(&alert.name);
+        let token = c_text(&alert.owner_token);
+        let holders = c_text(&holders_json(&alert.holders).to_string());
+        let c_alert = rl_contention_alert {
+            name: name.as_ptr(),
+            mode: alert.mode.into(),
+            owner_token: token.as_ptr(),
+            waited_ms: alert.waited.as_millis() as u64,
+            failed_attempts: alert.failed_attempts,
+            holders_json: holders.as_ptr(),
+        };
+        // SAFETY: as in `lost_forwarder`.
+        gate.run(|| unsafe { (callback.function)(callback.user_data as *mut c_void, &c_alert) });
+    }
+}
+
+/// A temporary C string for the duration of a callback (NUL bytes inside become U+FFFD).
+fn c_text(text: &str) -> CString {
+    CString::new(text.replace('\0', "\u{FFFD}")).unwrap_or_default()
+}
+
+pub(crate) type LostCallback = CCallback<LostFn>;
+pub(crate) type ContentionCallback = CCallback<ContentionFn>;
