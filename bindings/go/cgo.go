@@ -1,0 +1,64 @@
+package redlock
+
+/*
+#cgo pkg-config: redlock
+#include <stdlib.h>
+#include "redlock.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unsafe"
+)
+
+// call runs one C ABI function with an rl_error and turns its status into a Go error.
+func call(op string, f func(e *C.rl_error) C.rl_status) error {
+	var e C.rl_error
+	status := f(&e)
+	if status == C.RL_OK {
+		return nil
+	}
+	message := ""
+	if e.message != nil {
+		message = C.GoString(e.message)
+	}
+	C.rl_error_free(&e)
+	return newError(op, status, message)
+}
+
+// cString copies s for C (free it with freeCString); a NUL byte inside would silently cut the
+// string short in C, so it is refused.
+func cString(what, s string) (*C.char, error) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return nil, &Error{Op: what, Kind: ErrInvalidArgument, Message: what + " must not contain a NUL byte"}
+	}
+	return C.CString(s), nil
+}
+
+func freeCString(s *C.char) {
+	C.free(unsafe.Pointer(s))
+}
+
+// millis converts a positive duration to whole milliseconds, rounding sub-millisecond values up
+// (a 500µs lease means "as short as possible", not "zero"). Zero and negative durations are
+// refused here: in C, -1 is a sentinel and must never come from a negative Go duration.
+func millis(what string, d time.Duration) (C.int64_t, error) {
+	if d <= 0 {
+		return 0, &Error{Op: what, Kind: ErrInvalidArgument, Message: fmt.Sprintf("%s must be positive, got %v", what, d)}
+	}
+	ms := d.Milliseconds()
+	if time.Duration(ms)*time.Millisecond < d {
+		ms++
+	}
+	return C.int64_t(ms), nil
+}
+
+// liveObjects reports the library's live handles and strings (for leak checks).
+func liveObjects() (handles, strs uint64, err error) {
+	var h, s C.uint64_t
+	err = call("live objects", func(e *C.rl_error) C.rl_status { return C.rl_live_objects(&h, &s, e) })
+	return uint64(h), uint64(s), err
+}

@@ -1,0 +1,101 @@
+package redlock
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestTheContextDeadlineIsTheWait(t *testing.T) {
+	c := connect(t)
+	lock := mustLock(t, c, uniqueName(t))
+	defer mustAcquire(t, lock, NewOwner()).Release(bg)
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	started := time.Now()
+	_, err := lock.Acquire(ctx, NewOwner())
+	waited := time.Since(started)
+	wantErr(t, err, ErrTimeout)
+	wantErr(t, err, context.DeadlineExceeded)
+	if waited < 250*time.Millisecond || waited > 3*time.Second {
+		t.Fatalf("waited %v for a 300ms deadline", waited)
+	}
+}
+
+func TestCancellingTheContextEndsTheWaitAndLeavesNothing(t *testing.T) {
+	c := connect(t)
+	lock := mustLock(t, c, uniqueName(t))
+	holder := mustAcquire(t, lock, NewOwner())
+	ctx, cancel := context.WithCancel(bg)
+	result := make(chan error, 1)
+	go func() {
+		_, err := lock.Acquire(ctx, NewOwner())
+		result <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if info, _ := lock.Inspect(bg); info.WaitingWriters != 1 {
+		t.Fatalf("the waiter must be announced: %+v", info)
+	}
+	cancelled := time.Now()
+	cancel()
+	select {
+	case err := <-result:
+		wantErr(t, err, ErrCanceled)
+		wantErr(t, err, context.Canceled)
+		if time.Since(cancelled) > time.Second {
+			t.Fatal("the wait must end at once")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancelling the context did not end the wait")
+	}
+	if !eventually(2*time.Second, func() bool {
+		info, err := lock.Inspect(bg)
+		return err == nil && info.WaitingWriters == 0
+	}) {
+		t.Fatal("the cancelled waiter's announcement must be withdrawn")
+	}
+	holder.Release(bg)
+	if n := lockKeyCount(t, lock.Name()); n != 0 {
+		t.Fatalf("%d keys left", n)
+	}
+}
+
+func TestAnEndedContextStartsNoCall(t *testing.T) {
+	c := connect(t)
+	lock := mustLock(t, c, uniqueName(t))
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	_, err := lock.Acquire(ctx, NewOwner())
+	wantErr(t, err, context.Canceled)
+	if locked, _ := lock.IsLocked(bg); locked {
+		t.Fatal("nothing may be taken with an ended context")
+	}
+	_, err = Connect(ctx, redisURL)
+	wantErr(t, err, ErrCanceled)
+}
+
+func TestClosingTheClientEndsWaitsWithClosed(t *testing.T) {
+	c := connect(t)
+	lock := mustLock(t, c, uniqueName(t))
+	mustAcquire(t, lock, NewOwner(), WithLease(2*time.Second))
+	result := make(chan error, 1)
+	go func() {
+		_, err := lock.Acquire(bg, NewOwner())
+		result <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	c.Close()
+	select {
+	case err := <-result:
+		wantErr(t, err, ErrClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("closing the client did not end the wait")
+	}
+	_, err := lock.TryAcquire(bg, NewOwner())
+	wantErr(t, err, ErrClosed)
+	_, err = c.Lock("after close")
+	wantErr(t, err, ErrClosed)
+	if err := c.Close(); err != nil {
+		t.Fatal("closing twice is harmless")
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/redlock-sdk/redlock-go
+
+go 1.24

@@ -1,0 +1,103 @@
+package redlock
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestTheWatchdogKeepsAHoldPastThreeLeases(t *testing.T) {
+	c := connect(t, WithDefaultLease(300*time.Millisecond))
+	lock := mustLock(t, c, uniqueName(t))
+	owner := NewOwner()
+	hold := mustAcquire(t, lock, owner) // no lease: the watchdog renews every 100ms
+	time.Sleep(time.Second)
+	if held, err := lock.IsHeldBy(bg, owner); err != nil || !held {
+		t.Fatalf("held %v %v", held, err)
+	}
+	select {
+	case <-hold.Lost():
+		t.Fatal("not lost")
+	default:
+	}
+	if err := hold.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestALeaseEndsTheHoldAndExtendMovesIt(t *testing.T) {
+	c := connect(t)
+	lock := mustLock(t, c, uniqueName(t))
+	owner := NewOwner()
+	hold := mustAcquire(t, lock, owner, WithLease(200*time.Millisecond))
+	if hold.Lost() != nil {
+		t.Fatal("a fixed-lease hold is not watched: Lost must be nil")
+	}
+	if err := hold.Extend(bg, 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if held, _ := lock.IsHeldBy(bg, owner); !held {
+		t.Fatal("extended: still held")
+	}
+	if err := hold.Extend(bg, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if held, _ := lock.IsHeldBy(bg, owner); held {
+		t.Fatal("expired: no longer held")
+	}
+	other := mustAcquire(t, lock, NewOwner(), WithLease(time.Second)) // taken at once
+	wantErr(t, hold.Release(bg), ErrNotHeld)
+	other.Release(bg)
+}
+
+func TestForceUnlockMakesTheHolderLoseItsHoldAndSignalsIt(t *testing.T) {
+	var mu sync.Mutex
+	var events []LockLostEvent
+	c := connect(t, WithDefaultLease(300*time.Millisecond), OnLockLost(func(e LockLostEvent) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}))
+	admin := connect(t)
+	name := uniqueName(t)
+	lock := mustLock(t, c, name)
+	owner := NewOwner()
+	hold := mustAcquire(t, lock, owner)
+	if held, _ := admin.ForceUnlock(bg, name); !held {
+		t.Fatal("force unlock: it was held")
+	}
+	select {
+	case <-hold.Lost(): // the holder's watchdog notices at its next renewal
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost() was not closed")
+	}
+	reported := eventually(2*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) == 1
+	})
+	if !reported || events[0] != (LockLostEvent{Name: name, Mode: Write, OwnerToken: owner.Token()}) {
+		t.Fatalf("events: %+v", events)
+	}
+	// Reported lost once already: the release now finds it simply not held.
+	wantErr(t, hold.Release(bg), ErrNotHeld)
+	if n := c.hooks.watched(); n != 0 {
+		t.Fatalf("%d lost signals left", n)
+	}
+}
+
+func TestAReleaseThatFindsAWatchedHoldGoneIsLockLost(t *testing.T) {
+	c := connect(t) // lease 30s: the watchdog has not noticed yet when the release does
+	admin := connect(t)
+	name := uniqueName(t)
+	hold := mustAcquire(t, mustLock(t, c, name), NewOwner())
+	admin.ForceUnlock(bg, name)
+	wantErr(t, hold.Release(bg), ErrLockLost)
+	select {
+	case <-hold.Lost():
+	default:
+		t.Fatal("Lost() must be closed once the release found the hold gone")
+	}
+}
