@@ -77,6 +77,63 @@ async fn a_dropped_waiting_acquire_leaves_no_trace() {
     );
 }
 
+/// Cancels acquires of a free lock at moments spread over one round trip, so that some are
+/// dropped after their script was sent: each must be undone, for new and reentrant holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_cancelled_while_its_script_runs_is_undone() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let lock = client.lock("mid-flight").unwrap();
+    let (owner, outer) = (Owner::random(), Owner::random());
+    let long = Some(Duration::from_secs(60));
+    let mut cancelled = 0;
+    for step in 0..300u64 {
+        let reentrant = step % 2 == 1;
+        let who = if reentrant { &outer } else { &owner };
+        if reentrant {
+            lock.acquire(&outer, NOW, long).await.unwrap();
+        }
+        let cut = Duration::from_micros(step / 2 * 3);
+        match tokio::time::timeout(cut, lock.acquire(who, None, long)).await {
+            Ok(hold) => {
+                hold.unwrap();
+                lock.release(who).await.unwrap();
+            }
+            Err(_) => cancelled += 1,
+        }
+        let expected = u32::from(reentrant);
+        let mut settled = false;
+        for _ in 0..200 {
+            if lock.hold_count(who).await.unwrap() == expected {
+                settled = true;
+                break;
+            }
+            tokio::time::sleep(ms(5)).await;
+        }
+        assert!(
+            settled,
+            "step {step}: a cancelled acquire left hold count {} (expected {expected})",
+            lock.hold_count(who).await.unwrap()
+        );
+        if reentrant {
+            lock.release(&outer).await.unwrap();
+        }
+        assert!(
+            !lock.is_locked().await.unwrap(),
+            "step {step}: lock still held"
+        );
+    }
+    assert!(
+        cancelled > 0,
+        "no acquire was cancelled: the test proved nothing"
+    );
+    assert_eq!(
+        lock_keys(&server),
+        Vec::<String>::new(),
+        "nothing left in Redis"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_acquire_leaves_no_trace() {
     let server = RedisServer::start();

@@ -6,13 +6,15 @@
 //! - a release is noticed through pub/sub without polling; if a message is lost, the waiter
 //!   re-checks after at most `recheck_interval` (sooner when the holder's lease ends first);
 //! - dropping the future (cancellation), a timeout or an error leaves nothing in Redis: a
-//!   waiter's announcement is withdrawn (and expires on its own regardless).
+//!   waiter's announcement is withdrawn (and expires on its own regardless), and an attempt
+//!   whose script was already sent is undone once its reply arrives (see `in_flight`).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::in_flight::{AttemptCall, InFlightAttempt};
 use super::{
     AcquireOptions, Attempt, Hold, LocalLock, Lock, Mode, NO_HANDOFF, scripts::SCRIPTS,
     validate_lease,
@@ -224,15 +226,12 @@ impl Lock {
         args: &AttemptArgs<'_>,
         announcement: &mut Announcement<'_>,
     ) -> Result<Attempt> {
-        let mut invocation = self.keyed(&SCRIPTS.acquire);
-        invocation
-            .key(&self.keys.fence)
-            .arg(self.mode.as_arg())
-            .arg(args.owner.token())
-            .arg(args.lease_ms)
-            .arg(args.meta)
-            .arg(args.announce_ms);
-        let reply: Vec<i64> = self.client.invoke(&invocation).await?;
+        let call = AttemptCall {
+            lease_ms: args.lease_ms,
+            meta: args.meta.to_owned(),
+            announce_ms: args.announce_ms,
+        };
+        let reply = InFlightAttempt::start(self, args.owner, call).await?;
         match reply.as_slice() {
             [1, fence, count] => Ok(Attempt::Acquired {
                 fence: *fence as u64,
@@ -394,22 +393,32 @@ impl Drop for Announcement<'_> {
     }
 }
 
-async fn withdraw(lock: &Lock, token: &str) -> Result<()> {
-    // A closed client still tidies up: this bypasses the closed check on purpose.
+pub(super) async fn withdraw(lock: &Lock, token: &str) -> Result<()> {
     let mut invocation = lock.keyed(&SCRIPTS.unregister_waiter);
     invocation
         .arg(lock.mode.as_arg())
         .arg(token)
         .arg(&lock.keys.channel);
+    tidy::<i64>(lock, &invocation).await.map(drop)
+}
+
+/// Runs a tidying-up script under the command timeout. A closed client still tidies up: this
+/// bypasses the closed check on purpose.
+pub(super) async fn tidy<T: redis::FromRedisValue>(
+    lock: &Lock,
+    invocation: &redis::ScriptInvocation<'_>,
+) -> Result<T> {
     let mut connection = lock.client.connection_for_cleanup();
     match tokio::time::timeout(
         lock.client.config.command_timeout,
-        invocation.invoke_async::<i64>(&mut connection),
+        invocation.invoke_async::<T>(&mut connection),
     )
     .await
     {
-        Ok(Ok(_)) => Ok(()),
+        Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => Err(e.into()),
-        Err(_) => Err(Error::Connection("withdrawing a waiter timed out".into())),
+        Err(_) => Err(Error::Connection(
+            "tidying up after a waiter timed out".into(),
+        )),
     }
 }

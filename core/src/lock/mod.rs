@@ -3,6 +3,7 @@
 
 mod acquire;
 mod hold;
+mod in_flight;
 pub(crate) mod scripts;
 
 use std::sync::Arc;
