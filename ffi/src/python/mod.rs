@@ -1,1 +1,56 @@
-//! UniFFI exports (issue 4): being written.
+//! UniFFI exports for the Python package `redlock_sdk` (issue 4).
+//!
+//! This module only adapts [`redlock_core`] to UniFFI: the pure-Python layer in
+//! `bindings/python/python/redlock_sdk/` turns these objects into Python idioms (owners per thread
+//! or task, `with`, `bool` on timeout, exception classes). No lock logic lives here.
+//!
+//! Threads and the GIL:
+//! - every call is made through ctypes, which releases the GIL for its duration;
+//! - an acquire runs as a task on the core's shared runtime ([`blocking::runtime`], re-created
+//!   after `fork()`) and is watched through a [`PendingAcquire`], so Python can wait in short
+//!   slices (Ctrl-C works), cancel it, or await it from asyncio without a second runtime;
+//! - async results are handed to Python from a blocking-pool thread, never from a runtime worker:
+//!   waking a Python event loop takes the GIL, and a worker stuck on the GIL would stall every
+//!   lock of the process (watchdog renewals included).
+
+mod client;
+mod error;
+mod events;
+mod lock;
+mod owner;
+mod pending;
+mod records;
+
+use std::future::Future;
+
+use redlock_core::blocking;
+
+use error::NativeError;
+
+/// A fresh random owner token (a UUID v4 plus this process instance's id).
+#[uniffi::export]
+pub fn new_owner_token() -> String {
+    redlock_core::Owner::random().token().to_owned()
+}
+
+/// Runs `future` on the shared runtime and returns its output to an awaiting foreign future.
+///
+/// The output is sent from a blocking-pool thread: the send wakes the Python event loop, which
+/// takes the GIL (see the module docs). Dropping the returned future (a cancelled Python task)
+/// does not stop `future`: a release or extend that was sent completes anyway.
+pub(crate) async fn on_runtime<T, F>(future: F) -> Result<T, NativeError>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T, NativeError>> + Send + 'static,
+{
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    blocking::runtime().spawn(async move {
+        let output = future.await;
+        tokio::task::spawn_blocking(move || {
+            let _ = sender.send(output);
+        });
+    });
+    receiver
+        .await
+        .unwrap_or_else(|_| Err(NativeError::internal("the lock operation was aborted")))
+}

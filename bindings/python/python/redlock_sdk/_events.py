@@ -1,0 +1,107 @@
+"""What the client reports to ``on_contention`` and ``on_lock_lost`` callbacks, and ``inspect``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import _native
+
+log = logging.getLogger("redlock_sdk")
+
+
+@dataclass(frozen=True)
+class ContentionAlert:
+    """A waiter passed the client's contention threshold: a possible dead lock (seed 000)."""
+
+    name: str
+    mode: str
+    """``"read"`` or ``"write"``."""
+    owner: str
+    """The waiting owner's token."""
+    waited: float
+    """Seconds waited so far."""
+    failed_attempts: int
+    holders: list[dict[str, Any]]
+    """The holders at the time of the alert (as in ``Client.inspect``)."""
+
+
+@dataclass(frozen=True)
+class LockLostEvent:
+    """A hold kept alive by the watchdog is gone from Redis (expired or force-unlocked)."""
+
+    name: str
+    mode: str
+    owner: str
+
+
+def holder_dict(h: _native.HolderRecord) -> dict[str, Any]:
+    return {
+        "owner": h.owner_token,
+        "mode": h.mode,
+        "hold_count": h.hold_count,
+        "fencing_token": h.fencing_token,
+        "ttl": h.lease_left,
+        "host": h.host,
+        "pid": h.pid,
+        "thread": h.thread,
+        "acquired_at": h.acquired_at or None,
+        "held_for": h.held_for,
+    }
+
+
+def info_dict(info: _native.LockInfoRecord) -> dict[str, Any]:
+    return {
+        "name": info.name,
+        "mode": info.mode,
+        "holders": [holder_dict(h) for h in info.holders],
+        "holder_count": info.holder_count,
+        "waiting_writers": info.waiting_writers,
+        "ttl": info.lease_left,
+        "fencing_token": info.last_fencing_token,
+    }
+
+
+ContentionCallback = Callable[[ContentionAlert], Any]
+LockLostCallback = Callable[[LockLostEvent], Any]
+
+
+class Listener(_native.EventListener):
+    """Forwards the core's events to the user's callbacks; a failing callback is logged, never
+    propagated into the core."""
+
+    def __init__(
+        self,
+        on_contention: ContentionCallback | None,
+        on_lock_lost: LockLostCallback | None,
+    ) -> None:
+        self._on_contention = on_contention
+        self._on_lock_lost = on_lock_lost
+
+    def on_contention(self, alert: _native.ContentionRecord) -> None:
+        if self._on_contention is not None:
+            event = ContentionAlert(
+                name=alert.name,
+                mode=alert.mode,
+                owner=alert.owner_token,
+                waited=alert.waited,
+                failed_attempts=alert.failed_attempts,
+                holders=[holder_dict(h) for h in alert.holders],
+            )
+            _call(self._on_contention, event)
+
+    def on_lock_lost(self, event: _native.LockLostRecord) -> None:
+        if self._on_lock_lost is not None:
+            lost = LockLostEvent(name=event.name, mode=event.mode, owner=event.owner_token)
+            _call(self._on_lock_lost, lost)
+
+
+def _call(callback: Callable[[Any], Any], event: object) -> None:
+    if sys.is_finalizing():
+        return
+    try:
+        callback(event)
+    except Exception:
+        log.exception("redlock_sdk: a %s callback raised", type(event).__name__)

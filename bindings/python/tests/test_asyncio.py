@@ -1,0 +1,168 @@
+"""asyncio: one owner per task, so tasks of one event loop exclude each other."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import redlock_sdk as rl
+
+
+def test_fifty_tasks_in_one_loop_exclude_each_other(client: rl.Client) -> None:
+    lock = client.lock("tasks")
+    inside = 0
+    max_inside = 0
+    done = 0
+
+    async def task() -> None:
+        nonlocal inside, max_inside, done
+        for _ in range(3):
+            async with lock:
+                inside += 1
+                max_inside = max(max_inside, inside)
+                await asyncio.sleep(0)  # let the other tasks run while we hold it
+                inside -= 1
+                done += 1
+
+    async def main() -> None:
+        await asyncio.wait_for(asyncio.gather(*(task() for _ in range(50))), 60)
+
+    asyncio.run(main())
+    assert max_inside == 1
+    assert done == 150
+    assert not lock.locked()
+
+
+def test_tasks_are_different_owners(client: rl.Client) -> None:
+    lock = client.lock("task-owners")
+
+    async def other_task_tries() -> tuple[bool, str]:
+        return await lock.acquire_async(blocking=False), lock.token
+
+    async def main() -> None:
+        assert await lock.acquire_async()
+        assert await lock.owned_async() and lock.owned()
+        assert await lock.hold_count_async() == 1
+        ok, token = await asyncio.create_task(other_task_tries())
+        assert ok is False and token != lock.token
+        assert await lock.acquire_async(timeout=1)  # re-entry by the same task
+        assert await lock.release_async() == 1
+        assert await lock.release_async() == 0
+        assert not await lock.locked_async()
+        with pytest.raises(rl.NotHeldError):
+            await lock.release_async()
+
+    asyncio.run(main())
+
+
+def test_async_timeout_and_lease(client: rl.Client) -> None:
+    lock = client.lock("async-timeout")
+
+    async def main() -> None:
+        await lock.acquire_async(lease=5)
+        await lock.extend_async(10)
+
+        async def contender() -> tuple[bool, float]:
+            started = time.monotonic()
+            return await lock.acquire_async(timeout=0.2), time.monotonic() - started
+
+        ok, waited = await asyncio.create_task(contender())
+        assert ok is False and 0.15 <= waited < 2
+        info = await client.inspect_async("async-timeout")
+        assert info["ttl"] > 5
+        await lock.release_async()
+
+    asyncio.run(main())
+
+
+def test_cancelled_wait_leaves_nothing_behind(client: rl.Client) -> None:
+    lock = client.lock("cancel")
+
+    async def main() -> None:
+        await lock.acquire_async()
+
+        async def wait_in_own_task() -> bool:
+            return await lock.acquire_async()
+
+        waiter = asyncio.create_task(wait_in_own_task())
+        await asyncio.sleep(0.2)
+        assert client.inspect("cancel")["waiting_writers"] == 1
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        await lock.release_async()
+        await asyncio.sleep(0.2)
+        info = client.inspect("cancel")
+        assert info["holders"] == [] and info["waiting_writers"] == 0
+
+    asyncio.run(main())
+
+
+def test_timeout_around_acquire_async_releases_a_late_hold(client: rl.Client) -> None:
+    """Cancelled right as the lock arrives: the hold must not stay behind with nobody to
+    release it."""
+    lock = client.lock("late")
+
+    async def main() -> None:
+        for _ in range(20):
+            try:
+                await asyncio.wait_for(lock.acquire_async(), 2)
+            except asyncio.TimeoutError:
+                holders = client.inspect("late")["holders"]
+                pytest.fail(f"a cancelled acquire left a hold behind: {holders}")
+
+            async def contender() -> None:
+                try:
+                    await asyncio.wait_for(lock.acquire_async(), 0.005)
+                    await lock.release_async()
+                except asyncio.TimeoutError:
+                    pass
+
+            task = asyncio.create_task(contender())
+            await asyncio.sleep(0.004)
+            await lock.release_async()
+            await task
+        await asyncio.sleep(0.2)
+        assert client.inspect("late")["holders"] == []
+
+    asyncio.run(main())
+
+
+def test_the_owner_is_the_task_that_calls(client: rl.Client) -> None:
+    """`asyncio.wait_for` runs its awaitable in a task of its own on Python < 3.12: the
+    acquire still belongs to the task that called `acquire_async`."""
+    lock = client.lock("caller-task")
+
+    async def main() -> None:
+        assert await asyncio.wait_for(lock.acquire_async(), 5)
+        assert await lock.owned_async()
+        assert await asyncio.wait_for(lock.release_async(), 5) == 0
+
+    asyncio.run(main())
+
+
+def test_async_with_on_a_lock_with_timeout(client: rl.Client) -> None:
+    lock = client.lock("async-with", timeout=0.1)
+
+    async def main() -> None:
+        async with lock:
+
+            async def contender() -> None:
+                with pytest.raises(rl.LockTimeoutError):
+                    async with lock:
+                        pass
+
+            await asyncio.create_task(contender())
+
+    asyncio.run(main())
+
+
+def test_force_unlock_async(client: rl.Client) -> None:
+    async def main() -> None:
+        lock = client.lock("async-forced")
+        await lock.acquire_async(lease=10)
+        assert await client.force_unlock_async("async-forced") is True
+        assert not await lock.locked_async()
+
+    asyncio.run(main())

@@ -1,0 +1,73 @@
+"""Blocking waits release the GIL and end on Ctrl-C, leaving nothing behind."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import redlock_sdk as rl
+
+WAITER = """
+import sys, redlock_sdk as rl
+client = rl.Client(sys.argv[1], prefix=sys.argv[2])
+print("waiting", flush=True)
+try:
+    client.lock("interrupted").acquire()
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(3)
+"""
+
+
+def test_ctrl_c_ends_a_blocked_acquire(client: rl.Client, redis_server, prefix: str) -> None:
+    lock = client.lock("interrupted")
+    lock.acquire(lease=30)
+    child = subprocess.Popen(
+        [sys.executable, "-c", WAITER, redis_server.url, prefix], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout.readline().strip() == "waiting"
+        time.sleep(0.5)  # well inside the wait by now
+        assert client.inspect("interrupted")["waiting_writers"] == 1
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        assert child.wait(5) == 3
+        assert time.monotonic() - sent < 1.0
+        assert child.stdout.readline().strip() == "interrupted"
+    finally:
+        child.kill()
+        child.wait()
+    info = client.inspect("interrupted")
+    assert info["waiting_writers"] == 0
+    assert [h["owner"] for h in info["holders"]] == [lock.token]
+
+
+def test_a_blocked_acquire_lets_other_threads_run(client: rl.Client) -> None:
+    lock = client.lock("gil")
+    lock.acquire()
+    gaps: list[float] = []
+    stop = threading.Event()
+
+    def spin():
+        last = time.perf_counter()
+        while not stop.is_set():
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    def blocked():
+        assert lock.acquire(timeout=0.6) is False
+
+    spinner = threading.Thread(target=spin)
+    waiter = threading.Thread(target=blocked)
+    spinner.start()
+    waiter.start()
+    waiter.join(5)
+    stop.set()
+    spinner.join(5)
+    # A wait that held the GIL would freeze the spinner for a whole 100 ms slice.
+    assert max(gaps) < 0.05
+    lock.release()

@@ -1,0 +1,108 @@
+"""A hold removed behind the holder's back is reported lost, never silently kept."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import redlock_sdk as rl
+
+
+def test_release_after_force_unlock_raises_lock_lost(
+    client: rl.Client, other_client: rl.Client
+) -> None:
+    lock = client.lock("lost")
+    lock.acquire()  # kept by the watchdog
+    assert other_client.force_unlock("lost") is True
+    assert not lock.owned()
+    assert lock.fencing_token is None
+    with pytest.raises(rl.LockLostError):
+        lock.release()
+
+
+def test_lost_inside_with_surfaces_at_exit(client: rl.Client, other_client: rl.Client) -> None:
+    lock = client.lock("lost-with")
+    with pytest.raises(rl.LockLostError), lock:
+        other_client.force_unlock("lost-with")
+
+
+def test_own_force_unlock_ends_the_hold(client: rl.Client) -> None:
+    lock = client.lock("lost-kind")
+    lock.acquire()
+    client.force_unlock("lost-kind")
+    # The core reports this client's own watched holds lost at once and forgets them, so the
+    # release says NotHeld (LockLostError is a NotHeldError, so one except covers both).
+    with pytest.raises(rl.NotHeldError):
+        lock.release()
+
+
+def test_watchdog_reports_a_lost_hold_to_the_callback(
+    redis_server, prefix: str, other_client: rl.Client
+) -> None:
+    events: list[rl.LockLostEvent] = []
+    seen = threading.Event()
+
+    def on_lost(event: rl.LockLostEvent) -> None:
+        events.append(event)
+        seen.set()
+
+    with rl.Client(redis_server.url, prefix=prefix, lease=0.3, on_lock_lost=on_lost) as client:
+        lock = client.lock("lost-callback")
+        lock.acquire()
+        other_client.force_unlock("lost-callback")
+        assert seen.wait(3)
+        (event,) = events
+        assert event == rl.LockLostEvent(name="lost-callback", mode="write", owner=lock.token)
+        # Once the watchdog has reported the loss, the core forgets the hold and a release says
+        # NotHeld (LockLostError would be a NotHeldError too).
+        with pytest.raises(rl.NotHeldError):
+            lock.release()
+
+
+def test_contention_alert_names_the_holder(redis_server, prefix: str) -> None:
+    alerts: list[rl.ContentionAlert] = []
+    seen = threading.Event()
+
+    def on_contention(alert: rl.ContentionAlert) -> None:
+        alerts.append(alert)
+        seen.set()
+
+    with rl.Client(
+        redis_server.url, prefix=prefix, contention_alert_after=0.2, on_contention=on_contention
+    ) as client:
+        lock = client.lock("contended")
+        lock.acquire()
+        holder = lock.token
+        waiter = threading.Thread(target=lambda: lock.acquire(timeout=1.0))
+        started = time.monotonic()
+        waiter.start()
+        assert seen.wait(3)
+        assert time.monotonic() - started < 1.0
+        waiter.join(5)
+        alert = alerts[0]
+        assert alert.name == "contended" and alert.mode == "write"
+        assert alert.waited >= 0.2 and alert.failed_attempts >= 1
+        assert alert.owner != holder
+        assert [h["owner"] for h in alert.holders] == [holder]
+        lock.release()
+
+
+def test_a_failing_callback_is_logged_not_fatal(
+    redis_server, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    called = threading.Event()
+
+    def broken(_event: object) -> None:
+        called.set()
+        raise RuntimeError("boom")
+
+    with rl.Client(redis_server.url, prefix=prefix, on_lock_lost=broken) as client:
+        lock = client.lock("broken-callback")
+        lock.acquire()
+        client.force_unlock("broken-callback")
+        assert called.wait(3)
+        time.sleep(0.1)
+        assert lock.acquire(blocking=False)  # the client still works
+        lock.release()
+    assert any("callback raised" in r.getMessage() for r in caplog.records)

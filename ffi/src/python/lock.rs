@@ -1,0 +1,234 @@
+//! `NativeLock`: one view (read or write) of a lock name, for any owner token.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use redlock_core::{AcquireOptions, Error, Hold, Mode, blocking};
+
+use super::error::{NativeError, lease_seconds, seconds, wait_seconds};
+use super::on_runtime;
+use super::owner::NativeOwner;
+use super::pending::{PendingAcquire, acquiring};
+use super::records::LockInfoRecord;
+
+/// One view of a lock name. Every call names its owner: the Python layer picks it (one per
+/// thread, one per asyncio task, or an explicit token).
+#[derive(uniffi::Object)]
+pub struct NativeLock {
+    client: blocking::Client,
+    lock: blocking::Lock,
+    holds: Arc<HoldBook>,
+}
+
+impl NativeLock {
+    pub(crate) fn new(client: blocking::Client, lock: blocking::Lock) -> Self {
+        NativeLock {
+            client,
+            lock,
+            holds: Arc::default(),
+        }
+    }
+
+    fn prepare(
+        &self,
+        owner: &NativeOwner,
+        wait: f64,
+        lease: f64,
+    ) -> Result<(redlock_core::Lock, redlock_core::Owner, AcquireOptions), NativeError> {
+        let options = AcquireOptions {
+            wait: wait_seconds(wait)?,
+            lease: lease_seconds(lease)?,
+            label: Some(owner.label.clone()),
+        };
+        Ok((self.async_view()?, owner.owner.clone(), options))
+    }
+
+    /// The async view of this process (the client reconnects after a fork).
+    fn async_view(&self) -> Result<redlock_core::Lock, NativeError> {
+        let rw = self.client.as_async()?.read_write_lock(self.lock.name())?;
+        Ok(match self.lock.mode() {
+            Mode::Read => rw.read(),
+            Mode::Write => rw.write(),
+        })
+    }
+}
+
+#[uniffi::export]
+impl NativeLock {
+    pub fn name(&self) -> String {
+        self.lock.name().to_owned()
+    }
+
+    /// Acquires, blocking the calling thread (not the GIL) for at most `first_wait` seconds.
+    /// `None`: the hold is the caller's. `Some(pending)`: still waiting; the acquire goes on in
+    /// the background, keeping its place, and `pending` waits for it or cancels it.
+    ///
+    /// `wait`: seconds, negative = forever, 0 = try once; `lease`: seconds, negative = kept
+    /// alive by the watchdog until released. The uncontended case runs on the calling thread
+    /// with no task hand-off.
+    pub fn acquire(
+        &self,
+        owner: Arc<NativeOwner>,
+        wait: f64,
+        lease: f64,
+        first_wait: f64,
+    ) -> Result<Option<Arc<PendingAcquire>>, NativeError> {
+        let first_wait = seconds("first_wait", first_wait)?;
+        let (view, owner, options) = self.prepare(&owner, wait, lease)?;
+        let mut acquiring = acquiring(view.clone(), owner.clone(), options);
+        // The timer must be made inside the runtime, hence the async block.
+        let done =
+            blocking::block_on(async { tokio::time::timeout(first_wait, &mut acquiring).await });
+        match done {
+            Ok(Ok(hold)) => {
+                self.holds.record(&hold);
+                Ok(None)
+            }
+            Ok(Err(err)) => Err(err.into()),
+            Err(_still_waiting) => Ok(Some(PendingAcquire::start(
+                acquiring,
+                view,
+                owner,
+                self.holds.clone(),
+            ))),
+        }
+    }
+
+    /// Starts an acquire on the shared runtime without blocking at all (for asyncio); see
+    /// [`NativeLock::acquire`] for the arguments.
+    pub fn begin_acquire(
+        &self,
+        owner: Arc<NativeOwner>,
+        wait: f64,
+        lease: f64,
+    ) -> Result<Arc<PendingAcquire>, NativeError> {
+        let (view, owner, options) = self.prepare(&owner, wait, lease)?;
+        let acquiring = acquiring(view.clone(), owner.clone(), options);
+        Ok(PendingAcquire::start(
+            acquiring,
+            view,
+            owner,
+            self.holds.clone(),
+        ))
+    }
+
+    /// Releases one hold of `owner`; returns how many holds it still has in this mode.
+    pub fn release(&self, owner: Arc<NativeOwner>) -> Result<u32, NativeError> {
+        let owner = owner.owner.clone();
+        let result = self.lock.release(&owner);
+        self.holds.after_release(owner.token(), &result);
+        Ok(result?)
+    }
+
+    pub async fn release_async(&self, owner: Arc<NativeOwner>) -> Result<u32, NativeError> {
+        let owner = owner.owner.clone();
+        let view = self.async_view()?;
+        let holds = self.holds.clone();
+        on_runtime(async move {
+            let result = view.release(&owner).await;
+            holds.after_release(owner.token(), &result);
+            Ok(result?)
+        })
+        .await
+    }
+
+    /// Sets the lease of `owner`'s hold to `lease` seconds from now.
+    pub fn extend(&self, owner: Arc<NativeOwner>, lease: f64) -> Result<(), NativeError> {
+        let owner = owner.owner.clone();
+        Ok(self.lock.extend(&owner, seconds("lease", lease)?)?)
+    }
+
+    pub async fn extend_async(
+        &self,
+        owner: Arc<NativeOwner>,
+        lease: f64,
+    ) -> Result<(), NativeError> {
+        let owner = owner.owner.clone();
+        let lease = seconds("lease", lease)?;
+        let view = self.async_view()?;
+        on_runtime(async move { Ok(view.extend(&owner, lease).await?) }).await
+    }
+
+    /// Whether anyone holds this view.
+    pub fn is_locked(&self) -> Result<bool, NativeError> {
+        Ok(self.lock.is_locked()?)
+    }
+
+    pub async fn is_locked_async(&self) -> Result<bool, NativeError> {
+        let view = self.async_view()?;
+        on_runtime(async move { Ok(view.is_locked().await?) }).await
+    }
+
+    /// How many times `owner` holds this view (0 when not at all).
+    pub fn hold_count(&self, owner: Arc<NativeOwner>) -> Result<u32, NativeError> {
+        let owner = owner.owner.clone();
+        Ok(self.lock.hold_count(&owner)?)
+    }
+
+    pub async fn hold_count_async(&self, owner: Arc<NativeOwner>) -> Result<u32, NativeError> {
+        let owner = owner.owner.clone();
+        let view = self.async_view()?;
+        on_runtime(async move { Ok(view.hold_count(&owner).await?) }).await
+    }
+
+    /// The fencing token of `owner`'s hold of this view, `None` when it holds none.
+    ///
+    /// Asked of Redis (one round trip), so a hold that expired, was force-unlocked or was
+    /// released through another handle reads as `None`. Inspect lists at most 100 holders; for
+    /// a reader beyond them, the token this object handed out is used if the owner still reads.
+    pub fn fencing_token(&self, owner: Arc<NativeOwner>) -> Result<Option<u64>, NativeError> {
+        let owner = owner.owner.clone();
+        let info = self.lock.inspect()?;
+        let mode = self.lock.mode();
+        let listed = info
+            .holders
+            .iter()
+            .find(|h| h.mode == mode && h.owner_token == owner.token());
+        if let Some(holder) = listed {
+            return Ok(Some(holder.fencing_token));
+        }
+        let truncated = (info.holders.len() as u64) < info.holder_count;
+        match self.holds.fence(owner.token()) {
+            Some(fence) if truncated && self.lock.is_held_by(&owner)? => Ok(Some(fence)),
+            _ => Ok(None),
+        }
+    }
+
+    /// A snapshot of the whole name (both views).
+    pub fn inspect(&self) -> Result<LockInfoRecord, NativeError> {
+        Ok(self.lock.inspect()?.into())
+    }
+
+    /// Clears the name whoever holds it; true when it was held.
+    pub fn force_unlock(&self) -> Result<bool, NativeError> {
+        Ok(self.lock.force_unlock()?)
+    }
+}
+
+/// The fencing tokens this object handed out, by owner token: only needed when inspect's
+/// listing is too short to show the owner. Entries belong to the process that acquired them.
+#[derive(Default)]
+pub(crate) struct HoldBook {
+    fences: Mutex<HashMap<String, (u32, u64)>>,
+}
+
+impl HoldBook {
+    pub(crate) fn record(&self, hold: &Hold) {
+        let entry = (std::process::id(), hold.fencing_token());
+        let mut fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
+        fences.insert(hold.owner().token().to_owned(), entry);
+    }
+
+    fn after_release(&self, token: &str, result: &Result<u32, Error>) {
+        if matches!(result, Ok(0) | Err(Error::NotHeld | Error::LockLost)) {
+            let mut fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
+            fences.remove(token);
+        }
+    }
+
+    fn fence(&self, token: &str) -> Option<u64> {
+        let fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
+        let (pid, fence) = fences.get(token)?;
+        (*pid == std::process::id()).then_some(*fence)
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Python: builds and installs the redlock_sdk package from ./bindings/python into a fresh venv
+# (exactly as its README says), lints it, and runs its pytest suite against real redis-servers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=.venv-test
+rm -rf "$venv"
+python3 -m venv "$venv"
+py="$venv/bin/python"
+"$py" -m pip install --quiet --upgrade pip
+"$py" -m pip install --quiet "maturin>=1.13,<2.0" "pytest>=8" pytest-timeout "ruff==0.17.6"
+# The build compiles the one shared library (release) and generates the UniFFI module.
+"$py" -m pip install --quiet ./bindings/python
+
+"$venv/bin/ruff" check --config bindings/python/pyproject.toml bindings/python python-demo bench/python
+"$venv/bin/ruff" format --check --config bindings/python/pyproject.toml bindings/python python-demo bench/python
+
+# Run from the tests folder so that the installed package, not the source tree, is imported.
+status=0
+(cd bindings/python/tests && "../../../$py" -m pytest -q -p no:cacheprovider) || status=$?
+if [ "$status" -eq 5 ]; then
+  echo "test-python: pytest collected no tests" >&2
+  exit 1
+fi
+exit "$status"
