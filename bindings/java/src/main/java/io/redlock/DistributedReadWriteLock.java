@@ -1,0 +1,20 @@
+package io.redlock;
+
+import java.util.concurrent.locks.ReadWriteLock;
+
+/**
+ * A Redis read/write lock: any number of readers, or one writer. Both views are reentrant per
+ * owner; writers are not starved by new readers. The writer may take the read lock and then
+ * release the write lock (downgrade). A reader asking for the write lock gets an {@link
+ * UpgradeNotAllowedException} at once instead of a deadlock.
+ */
+public interface DistributedReadWriteLock extends ReadWriteLock {
+  @Override
+  DistributedLock readLock();
+
+  @Override
+  DistributedLock writeLock();
+
+  /** The lock name. */
+  String getName();
+}

@@ -1,0 +1,87 @@
+package io.redlock;
+
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Turns a Java interrupt into a cancel of a native wait.
+ *
+ * <p>A thread blocked in native code does not notice {@link Thread#interrupt()}, and the JDK has
+ * no public interrupt hook. So each interruptible wait registers here with a native cancel handle,
+ * and one daemon thread checks the registered threads every {@value #POLL_MILLIS} ms while any
+ * are waiting (it sleeps otherwise). An interrupted waiter's handle is fired: the core ends the
+ * wait, leaving nothing behind in Redis, and the waiter throws {@link InterruptedException}.
+ */
+final class InterruptibleWait {
+  static final long POLL_MILLIS = 5;
+
+  /** A native call that may block and ends with InterruptedException when cancel is fired. */
+  interface Call {
+    long run(long cancel) throws InterruptedException;
+  }
+
+  private static final Set<InterruptibleWait> WAITING = ConcurrentHashMap.newKeySet();
+  private static Thread watcher;
+
+  private final Thread thread = Thread.currentThread();
+  private final long cancel;
+  private boolean finished;
+
+  private InterruptibleWait(long cancel) {
+    this.cancel = cancel;
+  }
+
+  /** Runs {@code call} on this thread, cancelled if the thread is interrupted meanwhile. */
+  static long run(Call call) throws InterruptedException {
+    if (Thread.interrupted()) {
+      throw new InterruptedException();
+    }
+    InterruptibleWait wait = new InterruptibleWait(Native.cancelNew());
+    WAITING.add(wait);
+    LockSupport.unpark(watcher());
+    try {
+      return call.run(wait.cancel);
+    } catch (InterruptedException e) {
+      Thread.interrupted(); // like the JDK's locks: the exception replaces the interrupt status
+      throw e;
+    } finally {
+      WAITING.remove(wait);
+      wait.finish();
+    }
+  }
+
+  private synchronized void fireIfInterrupted() {
+    if (!finished && thread.isInterrupted()) {
+      Native.cancelFire(cancel);
+    }
+  }
+
+  private synchronized void finish() {
+    finished = true;
+    Native.cancelFree(cancel);
+  }
+
+  private static synchronized Thread watcher() {
+    if (watcher == null) {
+      watcher = new Thread(InterruptibleWait::watch, "redlock-interrupt-watcher");
+      watcher.setDaemon(true);
+      watcher.start();
+    }
+    return watcher;
+  }
+
+  private static void watch() {
+    while (true) {
+      if (WAITING.isEmpty()) {
+        LockSupport.park(); // unparked by the next registration
+      } else {
+        for (InterruptibleWait wait : WAITING) {
+          wait.fireIfInterrupted();
+        }
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(POLL_MILLIS));
+      }
+    }
+  }
+}

@@ -1,0 +1,85 @@
+package io.redlock;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Locale;
+
+/**
+ * Loads libredlock once per class loader, like sqlite-jdbc: the copy bundled in the jar is
+ * extracted to a temporary file and loaded from there, so a Maven user needs nothing else.
+ *
+ * <p>Overrides, in order: {@code -Dredlock.library=/path/to/libredlock.so} loads that file;
+ * {@code -Dredlock.useLibraryPath=true} loads {@code libredlock} from {@code java.library.path}.
+ * Without a bundled copy for this platform, {@code java.library.path} is tried as well.
+ */
+final class NativeLibrary {
+  static final String FILE_PROPERTY = "redlock.library";
+  static final String USE_LIBRARY_PATH_PROPERTY = "redlock.useLibraryPath";
+
+  private NativeLibrary() {}
+
+  static synchronized void load() {
+    String file = System.getProperty(FILE_PROPERTY);
+    if (file != null && !file.isEmpty()) {
+      System.load(Path.of(file).toAbsolutePath().toString());
+      return;
+    }
+    if (Boolean.getBoolean(USE_LIBRARY_PATH_PROPERTY)) {
+      System.loadLibrary("redlock");
+      return;
+    }
+    String resource = "/native/" + platform() + "/" + System.mapLibraryName("redlock");
+    try (InputStream bundled = NativeLibrary.class.getResourceAsStream(resource)) {
+      if (bundled == null) {
+        loadFromLibraryPath(resource);
+        return;
+      }
+      Path dir = Files.createTempDirectory("redlock-native");
+      Path copy = dir.resolve(System.mapLibraryName("redlock"));
+      Files.copy(bundled, copy, StandardCopyOption.REPLACE_EXISTING);
+      System.load(copy.toString());
+      // Once mapped, the file is no longer needed (Linux, macOS); elsewhere it goes at exit.
+      if (!Files.deleteIfExists(copy) || !Files.deleteIfExists(dir)) {
+        copy.toFile().deleteOnExit();
+        dir.toFile().deleteOnExit();
+      }
+    } catch (IOException e) {
+      throw new UnsatisfiedLinkError("cannot extract " + resource + ": " + e);
+    }
+  }
+
+  private static void loadFromLibraryPath(String resource) {
+    try {
+      System.loadLibrary("redlock");
+    } catch (UnsatisfiedLinkError e) {
+      UnsatisfiedLinkError error =
+          new UnsatisfiedLinkError(
+              "libredlock is not bundled for "
+                  + platform()
+                  + " (no "
+                  + resource
+                  + " in the jar) and not on java.library.path; set -D"
+                  + FILE_PROPERTY
+                  + "=/path/to/libredlock.so");
+      error.initCause(e);
+      throw error;
+    }
+  }
+
+  /** The resource directory of this platform, e.g. {@code linux-x86_64}. */
+  static String platform() {
+    String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
+    String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
+    String osPart = os.contains("linux") ? "linux" : os.contains("mac") ? "macos" : os.replace(' ', '_');
+    String archPart =
+        switch (arch) {
+          case "amd64", "x86_64" -> "x86_64";
+          case "aarch64", "arm64" -> "aarch64";
+          default -> arch;
+        };
+    return osPart + "-" + archPart;
+  }
+}

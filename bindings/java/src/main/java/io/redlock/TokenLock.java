@@ -1,0 +1,238 @@
+package io.redlock;
+
+import java.lang.ref.Reference;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.function.Supplier;
+
+/** {@link DistributedLock} over one native lock view; the owner comes from a supplier. */
+final class TokenLock implements DistributedLock {
+  private static final long WAIT_FOREVER = -1;
+  private static final long WATCHDOG_LEASE = 0;
+
+  /** What the cleaner frees once this lock is unreachable (it must not refer to the lock). */
+  private static final class NativeState implements Runnable {
+    final long handle;
+    /** The hold each owner took through this object, for fencingToken() and isLost(). */
+    final Map<String, NativeHold> holds = new ConcurrentHashMap<>();
+
+    NativeState(long handle) {
+      this.handle = handle;
+    }
+
+    @Override
+    public void run() {
+      holds.values().forEach(NativeHold::free);
+      Native.lockFree(handle);
+    }
+  }
+
+  private final RedlockClient client;
+  private final String name;
+  private final LockMode mode;
+  private final Supplier<String> owner;
+  private final NativeState state;
+
+  TokenLock(RedlockClient client, String name, LockMode mode, long handle, Supplier<String> owner) {
+    this.client = client;
+    this.name = name;
+    this.mode = mode;
+    this.owner = owner;
+    this.state = new NativeState(handle);
+    Native.CLEANER.register(this, state);
+  }
+
+  @Override
+  public void lock() {
+    try {
+      acquire(WAIT_FOREVER, WATCHDOG_LEASE, false);
+    } catch (InterruptedException e) {
+      throw new AssertionError("an uncancellable wait was interrupted", e);
+    }
+  }
+
+  @Override
+  public void lock(long leaseTime, TimeUnit unit) {
+    try {
+      acquire(WAIT_FOREVER, leaseMillis(leaseTime, unit), false);
+    } catch (InterruptedException e) {
+      throw new AssertionError("an uncancellable wait was interrupted", e);
+    }
+  }
+
+  @Override
+  public void lockInterruptibly() throws InterruptedException {
+    acquire(WAIT_FOREVER, WATCHDOG_LEASE, true);
+  }
+
+  @Override
+  public boolean tryLock() {
+    try {
+      return acquire(0, WATCHDOG_LEASE, false);
+    } catch (InterruptedException e) {
+      throw new AssertionError("a single attempt was interrupted", e);
+    }
+  }
+
+  @Override
+  public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
+    return acquire(waitNanos(time, unit), WATCHDOG_LEASE, true);
+  }
+
+  @Override
+  public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+    return acquire(waitNanos(waitTime, unit), leaseMillis(leaseTime, unit), true);
+  }
+
+  private boolean acquire(long waitNanos, long leaseMillis, boolean interruptible)
+      throws InterruptedException {
+    String token = owner.get();
+    String label = Thread.currentThread().getName();
+    long hold;
+    try {
+      if (interruptible) {
+        hold =
+            InterruptibleWait.run(
+                cancel -> Native.acquire(state.handle, token, waitNanos, leaseMillis, label, cancel));
+      } else {
+        hold = Native.acquire(state.handle, token, waitNanos, leaseMillis, label, 0);
+      }
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    if (hold == 0) {
+      return false;
+    }
+    // A re-entry replaces the hold it re-enters (same fencing token); the old handle goes.
+    NativeHold previous = state.holds.put(token, new NativeHold(hold));
+    if (previous != null) {
+      previous.free();
+    }
+    return true;
+  }
+
+  @Override
+  public void unlock() {
+    String token = owner.get();
+    try {
+      if (Native.release(state.handle, token) == 0) {
+        forget(token);
+      }
+    } catch (NotHeldException e) {
+      // The core says NotHeld once its watchdog has already reported the loss (and stopped
+      // tracking the hold); to the caller it is the same lost hold either way.
+      NativeHold hold = state.holds.get(token);
+      boolean lost = hold != null && hold.isLost();
+      forget(token);
+      if (lost) {
+        throw new LockLostException(
+            "the lock '" + name + "' was lost: the hold is gone from Redis");
+      }
+      throw e;
+    } catch (IllegalMonitorStateException e) {
+      forget(token); // whatever this object remembered is not held any more
+      throw e;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  private void forget(String token) {
+    NativeHold hold = state.holds.remove(token);
+    if (hold != null) {
+      hold.free();
+    }
+  }
+
+  @Override
+  public long fencingToken() {
+    NativeHold hold = state.holds.get(owner.get());
+    if (hold == null) {
+      throw new IllegalMonitorStateException(
+          "no hold of lock '" + name + "' was taken by this owner through this object");
+    }
+    return hold.fencingToken;
+  }
+
+  @Override
+  public boolean isHeldByCurrentThread() {
+    return getHoldCount() > 0;
+  }
+
+  @Override
+  public int getHoldCount() {
+    try {
+      return Native.holdCount(state.handle, owner.get());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  @Override
+  public boolean isLocked() {
+    try {
+      return Native.isLocked(state.handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  @Override
+  public String ownerToken() {
+    return owner.get();
+  }
+
+  @Override
+  public void forceUnlock() {
+    try {
+      Native.forceUnlock(state.handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  @Override
+  public boolean isLost() {
+    NativeHold hold = state.holds.get(owner.get());
+    return hold != null && hold.isLost();
+  }
+
+  @Override
+  public String getName() {
+    return name;
+  }
+
+  @Override
+  public LockMode mode() {
+    return mode;
+  }
+
+  @Override
+  public Condition newCondition() {
+    throw new UnsupportedOperationException(
+        "conditions are not supported by distributed locks");
+  }
+
+  @Override
+  public String toString() {
+    return "DistributedLock[" + name + ", " + mode + ", " + client + "]";
+  }
+
+  /** The Lock idiom: a time {@code <= 0} means one attempt, no waiting. */
+  private static long waitNanos(long time, TimeUnit unit) {
+    Objects.requireNonNull(unit, "unit");
+    return Math.max(0, unit.toNanos(time));
+  }
+
+  private static long leaseMillis(long leaseTime, TimeUnit unit) {
+    Objects.requireNonNull(unit, "unit");
+    long millis = unit.toMillis(leaseTime);
+    if (millis < 1) {
+      throw new IllegalArgumentException("lease must be at least 1 ms, got " + leaseTime + " " + unit);
+    }
+    return millis;
+  }
+}

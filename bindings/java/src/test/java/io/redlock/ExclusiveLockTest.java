@@ -1,0 +1,141 @@
+package io.redlock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+class ExclusiveLockTest extends RedisTestBase {
+
+  @Test
+  void reentrantLikeReentrantLock() {
+    DistributedLock lock = client().getLock(uniqueName());
+    lock.lock();
+    long token = lock.fencingToken();
+    lock.lock();
+    assertEquals(token, lock.fencingToken(), "a re-entry keeps the fencing token");
+    assertEquals(2, lock.getHoldCount());
+    assertTrue(lock.isHeldByCurrentThread());
+    lock.unlock();
+    assertTrue(lock.isLocked(), "one hold left");
+    lock.unlock();
+    assertFalse(lock.isLocked());
+    assertEquals(0, lock.getHoldCount());
+    assertThrows(IllegalMonitorStateException.class, lock::unlock);
+  }
+
+  @Test
+  void anotherThreadIsAnotherOwner() throws Exception {
+    DistributedLock lock = client().getLock(uniqueName());
+    lock.lock();
+    CompletableFuture<Boolean> other = CompletableFuture.supplyAsync(lock::tryLock);
+    assertFalse(other.get(), "another thread cannot take it");
+    CompletableFuture<Throwable> unlockByOther =
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                lock.unlock();
+                return null;
+              } catch (Throwable t) {
+                return t;
+              }
+            });
+    Throwable thrown = unlockByOther.get();
+    assertTrue(thrown instanceof NotHeldException, "got " + thrown);
+    assertTrue(thrown instanceof IllegalMonitorStateException);
+    assertTrue(lock.isHeldByCurrentThread(), "a failed unlock changes nothing");
+    lock.unlock();
+  }
+
+  @Test
+  void fencingTokensStrictlyIncrease() {
+    DistributedLock lock = client().getLock(uniqueName());
+    long previous = 0;
+    for (int i = 0; i < 5; i++) {
+      lock.lock();
+      long token = lock.fencingToken();
+      assertTrue(token > previous, token + " after " + previous);
+      previous = token;
+      lock.unlock();
+    }
+    assertThrows(IllegalMonitorStateException.class, lock::fencingToken);
+  }
+
+  @Test
+  void tryLockTimesOutThenGetsAHandOff() throws Exception {
+    String name = uniqueName();
+    DistributedLock mine = client().getLock(name);
+    DistributedLock theirs = client().getLock(name);
+    mine.lock();
+    long started = System.nanoTime();
+    CompletableFuture<Boolean> timedOut =
+        CompletableFuture.supplyAsync(() -> tryLock(theirs, 300));
+    assertFalse(timedOut.get());
+    long waitedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+    assertTrue(waitedMillis >= 250, "waited only " + waitedMillis + " ms");
+
+    CountDownLatch waiting = new CountDownLatch(1);
+    CompletableFuture<Boolean> handedOff =
+        CompletableFuture.supplyAsync(
+            () -> {
+              waiting.countDown();
+              boolean got = tryLock(theirs, 5000);
+              if (got) {
+                theirs.unlock();
+              }
+              return got;
+            });
+    waiting.await();
+    Thread.sleep(100);
+    long released = System.nanoTime();
+    mine.unlock();
+    assertTrue(handedOff.get());
+    long handOffMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - released);
+    assertTrue(handOffMillis < 1000, "hand-off took " + handOffMillis + " ms");
+  }
+
+  @Test
+  void anExpiredLeaseCannotBeUnlocked() throws Exception {
+    String name = uniqueName();
+    DistributedLock lock = client().getLock(name);
+    lock.lock(100, TimeUnit.MILLISECONDS);
+    assertTrue(lock.isLocked());
+    Thread.sleep(400);
+    assertFalse(lock.isLocked(), "Redis let the lease run out");
+    assertThrows(IllegalMonitorStateException.class, lock::unlock);
+    assertTrue(lock.tryLock(), "free again");
+    lock.unlock();
+  }
+
+  @Test
+  void explicitTokensHandOverBetweenClients() {
+    String name = uniqueName();
+    String token = RedlockClient.newOwnerToken();
+    DistributedLock first = client().getLock(name, token);
+    DistributedLock second = client().getLock(name, token);
+    assertEquals(token, first.ownerToken());
+    first.lock();
+    assertTrue(second.isHeldByCurrentThread(), "the token is the owner");
+    second.unlock();
+    assertFalse(first.isLocked());
+  }
+
+  @Test
+  void conditionsAreNotSupported() {
+    DistributedLock lock = client().getLock(uniqueName());
+    assertThrows(UnsupportedOperationException.class, lock::newCondition);
+  }
+
+  static boolean tryLock(DistributedLock lock, long millis) {
+    try {
+      return lock.tryLock(millis, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      throw new AssertionError(e);
+    }
+  }
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds libredlock (release) and copies it into the Java module's resources, where the jar
+# bundles it and io.redlock.NativeLibrary extracts it at run time. The copy is a build product
+# (gitignored), never committed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+libdir="$(scripts/build-ffi.sh)"
+case "$(uname -s)" in
+  Linux) os=linux ;;
+  Darwin) os=macos ;;
+  *) echo "bundle-java-native: unsupported OS $(uname -s)" >&2; exit 1 ;;
+esac
+arch="$(uname -m)"
+[ "$arch" = arm64 ] && arch=aarch64
+dest="bindings/java/src/main/resources/native/$os-$arch"
+mkdir -p "$dest"
+cp "$libdir/libredlock.so" "$dest/libredlock.so"
+echo "bundled $libdir/libredlock.so -> $dest/" >&2

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Java: builds libredlock (release), bundles it into the Maven module as a resource, and runs the
+# JUnit 5 suite (each test class starts its own throwaway redis-server on a free loopback port).
+# Honours CARGO_TARGET_DIR and REDLOCK_FFI_FEATURES (see scripts/build-ffi.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "test-java: installing ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+scripts/bundle-java-native.sh
+
+echo "--- Java suite (mvn test)"
+log="$(mktemp -t redlock-java-test-XXXXXX.log)"
+if mvn -B -ntp -f bindings/java/pom.xml test >"$log" 2>&1; then
+  # Surefire's per-class and total counts.
+  grep -E 'Tests run:|BUILD' "$log" | sed -e 's/^\[INFO\] //'
+  rm -f "$log"
+else
+  cat "$log"
+  echo "test-java: the Java suite failed (log: $log)" >&2
+  exit 1
+fi
