@@ -5,7 +5,7 @@
 //! [`BATCH`] holds. A hold that Redis no longer has is marked lost: its [`crate::Hold::lost`]
 //! future resolves, the client's lock-lost callback runs, and its release reports `LockLost`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -20,6 +20,10 @@ use crate::lock::scripts::SCRIPTS;
 
 /// Holds renewed by one script call (2 keys each).
 pub(crate) const BATCH: usize = 500;
+
+/// Lost holds remembered until their owner's release or extend reports `LockLost`; the oldest
+/// is forgotten past this many (a caller that never releases a lost hold must not grow memory).
+const LOST_REMEMBERED: usize = 10_000;
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct WatchKey {
@@ -37,8 +41,38 @@ struct WatchEntry {
 #[derive(Default)]
 pub(crate) struct Watchdog {
     entries: Mutex<HashMap<WatchKey, WatchEntry>>,
+    lost: Mutex<LostHolds>,
     next_id: AtomicU64,
     renew_calls: AtomicU64,
+}
+
+/// Holds found lost and not yet released, oldest first.
+#[derive(Default)]
+struct LostHolds {
+    keys: HashSet<WatchKey>,
+    order: VecDeque<WatchKey>,
+}
+
+impl LostHolds {
+    fn insert(&mut self, key: WatchKey) {
+        if self.keys.insert(key.clone()) {
+            self.order.push_back(key);
+        }
+        while self.order.len() > LOST_REMEMBERED {
+            if let Some(old) = self.order.pop_front() {
+                self.keys.remove(&old);
+            }
+        }
+    }
+
+    /// Forgets `key`; the queue entry goes when it reaches the front or is evicted.
+    fn take(&mut self, key: &WatchKey) -> bool {
+        let found = self.keys.remove(key);
+        if found {
+            self.order.retain(|k| k != key);
+        }
+        found
+    }
 }
 
 impl WatchKey {
@@ -54,6 +88,8 @@ impl WatchKey {
 impl Watchdog {
     /// Starts tracking a hold (or joins its existing tracking); returns its lost signal.
     pub(crate) fn track(&self, keys: &Arc<LockKeys>, key: WatchKey) -> watch::Receiver<bool> {
+        // A new hold of the same owner is not the lost one.
+        self.lost.lock().unwrap().take(&key);
         let mut entries = self.entries.lock().unwrap();
         let entry = entries.entry(key).or_insert_with(|| WatchEntry {
             keys: keys.clone(),
@@ -79,18 +115,45 @@ impl Watchdog {
     }
 
     /// Marks one tracked hold lost, if it is still the same tracking (`id`), and reports it.
-    pub(crate) fn mark_lost(&self, client: &ClientInner, key: &WatchKey, id: Option<u64>) -> bool {
+    fn mark_lost(&self, client: &ClientInner, key: &WatchKey, id: u64) {
         let entry = {
             let mut entries = self.entries.lock().unwrap();
             match entries.get(key) {
-                Some(e) if id.is_none_or(|id| id == e.id) => entries.remove(key),
+                Some(e) if e.id == id => entries.remove(key),
                 _ => None,
             }
         };
-        let Some(entry) = entry else { return false };
+        if let Some(entry) = entry {
+            self.lost(client, key.clone(), entry);
+        }
+    }
+
+    /// A release or extend found no hold: was it a hold this client kept and has lost (now or
+    /// earlier, as the watchdog or a force unlock found)? Reports it lost if not reported yet.
+    pub(crate) fn take_lost(&self, client: &ClientInner, key: &WatchKey) -> bool {
+        let tracked = self.entries.lock().unwrap().remove(key);
+        if let Some(entry) = tracked {
+            // Found by this call before the watchdog's next tick: report it now.
+            entry.lost.send_replace(true);
+            report_lost(client, &entry.keys, key);
+            return true;
+        }
+        self.lost.lock().unwrap().take(key)
+    }
+
+    /// A new fixed-lease hold of `key` is not the lost one (watched holds clear it in `track`).
+    pub(crate) fn clear_lost(&self, key: impl FnOnce() -> WatchKey) {
+        let mut lost = self.lost.lock().unwrap();
+        if !lost.keys.is_empty() {
+            lost.take(&key());
+        }
+    }
+
+    fn lost(&self, client: &ClientInner, key: WatchKey, entry: WatchEntry) {
+        // Remembered before anyone hears of it: a release right after the signal says lost.
+        self.lost.lock().unwrap().insert(key.clone());
         entry.lost.send_replace(true);
-        report_lost(client, &entry.keys, key);
-        true
+        report_lost(client, &entry.keys, &key);
     }
 
     /// Marks every tracked hold of one name lost (after this client force-unlocked it).
@@ -107,8 +170,7 @@ impl Watchdog {
                 .collect()
         };
         for (key, entry) in lost {
-            entry.lost.send_replace(true);
-            report_lost(client, &entry.keys, &key);
+            self.lost(client, key, entry);
         }
     }
 
@@ -177,7 +239,7 @@ async fn renew_all(client: &ClientInner) {
                 Ok(renewed) => {
                     for ((key, _, id), ok) in batch.iter().zip(renewed) {
                         if ok == 0 {
-                            client.watchdog.mark_lost(client, key, Some(*id));
+                            client.watchdog.mark_lost(client, key, *id);
                         }
                     }
                 }

@@ -107,8 +107,13 @@ async fn force_unlock_makes_the_holder_lose_its_hold_and_signals_it() {
     assert!(hold.is_lost());
     assert_eq!(
         lock.release(&owner).await.unwrap_err(),
+        Error::LockLost,
+        "the watchdog noticed first; the release still says lost"
+    );
+    assert_eq!(
+        lock.release(&owner).await.unwrap_err(),
         Error::NotHeld,
-        "already reported lost once"
+        "a second release has nothing to report"
     );
     tokio::time::sleep(ms(100)).await; // the callback runs on the blocking pool
     let events = events.lock().unwrap().clone();
@@ -152,10 +157,17 @@ async fn force_unlock_from_the_same_client_reports_its_own_holds_lost_at_once() 
     let (w, r) = (Owner::random(), Owner::random());
     let write_hold = rw.write().acquire(&w, NOW, None).await.unwrap();
     let read_hold = rw.read().acquire(&w, NOW, None).await.unwrap();
-    let _ = r;
     assert!(client.force_unlock("cleared").await.unwrap());
     assert!(write_hold.is_lost() && read_hold.is_lost());
     assert_eq!(client.watched_holds(), 0);
+    assert_eq!(rw.write().release(&w).await.unwrap_err(), Error::LockLost);
+    assert_eq!(rw.read().release(&w).await.unwrap_err(), Error::LockLost);
+    assert_eq!(rw.read().release(&w).await.unwrap_err(), Error::NotHeld);
+    // A new hold of the same owner is not the lost one: its failures are plain NotHeld.
+    rw.write().acquire(&w, NOW, Some(ms(100))).await.unwrap();
+    client.force_unlock("cleared").await.unwrap();
+    assert_eq!(rw.write().release(&w).await.unwrap_err(), Error::NotHeld);
+    let _ = r;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -31,10 +31,13 @@ def test_own_force_unlock_ends_the_hold(client: rl.Client) -> None:
     lock = client.lock("lost-kind")
     lock.acquire()
     client.force_unlock("lost-kind")
-    # The core reports this client's own watched holds lost at once and forgets them, so the
-    # release says NotHeld (LockLostError is a NotHeldError, so one except covers both).
-    with pytest.raises(rl.NotHeldError):
+    # The core reports this client's own watched holds lost at once; the release says so, and
+    # a second release finds nothing (LockLostError is a NotHeldError: one except covers both).
+    with pytest.raises(rl.LockLostError):
         lock.release()
+    with pytest.raises(rl.NotHeldError) as second:
+        lock.release()
+    assert not isinstance(second.value, rl.LockLostError)
 
 
 def test_watchdog_reports_a_lost_hold_to_the_callback(

@@ -106,10 +106,16 @@ impl Lock {
         let Attempt::Acquired { fence, count } = last else {
             unreachable!("wait_for_turn returns only once acquired")
         };
-        let lost = watched.then(|| {
-            let key = self.watch_key(owner);
-            self.client.watchdog.track(&self.keys, key)
-        });
+        let lost = if watched {
+            Some(
+                self.client
+                    .watchdog
+                    .track(&self.keys, self.watch_key(owner)),
+            )
+        } else {
+            self.client.watchdog.clear_lost(|| self.watch_key(owner));
+            None
+        };
         Ok(Hold {
             name: self.keys.name.clone(),
             mode: self.mode,

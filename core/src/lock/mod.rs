@@ -348,11 +348,7 @@ impl Lock {
     /// The error for "Redis says the owner does not hold this": `LockLost` when our watchdog
     /// was keeping that hold alive (it is reported lost now if the watchdog had not noticed).
     fn not_held(&self, watch_key: &WatchKey) -> Error {
-        if self
-            .client
-            .watchdog
-            .mark_lost(&self.client, watch_key, None)
-        {
+        if self.client.watchdog.take_lost(&self.client, watch_key) {
             Error::LockLost
         } else {
             Error::NotHeld
