@@ -21,6 +21,7 @@ type Client struct {
 	id        uintptr
 	hooks     *clientHooks
 	closeOnce sync.Once
+	closeErr  error
 }
 
 var nextClientID atomic.Uintptr
@@ -157,16 +158,14 @@ func closeClient(ref clientRef) {
 
 // Close closes the client: the watchdog stops, waiting acquires end with ErrClosed, and later
 // calls fail with ErrClosed. Holds stay in Redis until their lease ends: release them first for
-// a clean exit. Closing twice is harmless.
+// a clean exit. Closing twice is harmless. A Client that Connect did not return (the zero
+// value) has nothing to close: ErrInvalidArgument.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
-		err := call("close", func(e *C.rl_error) C.rl_status { return C.rl_client_close(c.h, e) })
-		if err != nil {
-			panic(err) // closing a live handle cannot fail
-		}
+		c.closeErr = call("close", func(e *C.rl_error) C.rl_status { return C.rl_client_close(c.h, e) })
 		hooksByClient.Delete(c.id)
 	})
-	return nil
+	return c.closeErr
 }
 
 // Lock returns the exclusive reentrant lock name (1..1024 bytes of UTF-8, any characters). It

@@ -67,7 +67,7 @@ func TestAnEndedContextStartsNoCall(t *testing.T) {
 	cancel()
 	_, err := lock.Acquire(ctx, NewOwner())
 	wantErr(t, err, context.Canceled)
-	if locked, _ := lock.IsLocked(bg); locked {
+	if locked := mustOK(t)(lock.IsLocked(bg)); locked {
 		t.Fatal("nothing may be taken with an ended context")
 	}
 	_, err = Connect(ctx, redisURL)
@@ -97,5 +97,69 @@ func TestClosingTheClientEndsWaitsWithClosed(t *testing.T) {
 	wantErr(t, err, ErrClosed)
 	if err := c.Close(); err != nil {
 		t.Fatal("closing twice is harmless")
+	}
+}
+
+func TestAClosedClientRefusesEveryCallAndItsHoldStaysReleasable(t *testing.T) {
+	c := connect(t)
+	other := connect(t)
+	name := uniqueName(t)
+	lock := mustLock(t, c, name)
+	owner := NewOwner()
+	hold := mustAcquire(t, lock, owner, WithLease(30*time.Second))
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, hold.Release(bg), ErrClosed)
+	// Redis never heard the release: the hold is still there, so the Hold is not spent.
+	wantErr(t, hold.Release(bg), ErrClosed)
+	wantErr(t, hold.Extend(bg, time.Second), ErrClosed)
+	_, err := lock.Release(bg, owner)
+	wantErr(t, err, ErrClosed)
+	wantErr(t, lock.Extend(bg, owner, time.Second), ErrClosed)
+	_, err = lock.IsLocked(bg)
+	wantErr(t, err, ErrClosed)
+	_, err = lock.Inspect(bg)
+	wantErr(t, err, ErrClosed)
+	_, err = c.ForceUnlock(bg, name)
+	wantErr(t, err, ErrClosed)
+	// Another client, presenting the token, can still release it.
+	remaining, err := mustLock(t, other, name).Release(bg, owner)
+	if err != nil || remaining != 0 {
+		t.Fatalf("release through the token: %d, %v", remaining, err)
+	}
+}
+
+func TestAClientThatConnectDidNotReturnClosesWithAnError(t *testing.T) {
+	var zero Client
+	wantErr(t, zero.Close(), ErrInvalidArgument)
+	_, err := zero.Lock("x")
+	wantErr(t, err, ErrInvalidArgument)
+}
+
+func TestATimedOutAcquireLeavesNothing(t *testing.T) {
+	c := connect(t)
+	rw, err := c.ReadWriteLock(uniqueName(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := mustAcquire(t, rw.Write(), NewOwner())
+	for _, view := range []*Lock{rw.Read(), rw.Write()} {
+		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+		_, err := view.Acquire(ctx, NewOwner())
+		cancel()
+		wantErr(t, err, ErrTimeout)
+	}
+	if !eventually(2*time.Second, func() bool {
+		info, err := rw.Read().Inspect(bg)
+		return err == nil && info.WaitingWriters == 0 && info.WaitingReaders == 0
+	}) {
+		t.Fatal("timed-out waiters must withdraw their announcements")
+	}
+	if err := holder.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	if n := lockKeyCount(t, rw.Read().Name()); n != 0 {
+		t.Fatalf("%d keys left in Redis", n)
 	}
 }

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 )
@@ -42,6 +43,11 @@ func (h *Hold) Release(ctx context.Context) error {
 		return &Error{Op: "release", Kind: ErrNotHeld, Message: "this hold was already released"}
 	}
 	if _, err := h.lock.Release(ctx, h.owner); err != nil {
+		// Only Redis' own "not held" (or "lost") settles it; after a connection error or a
+		// closed client the hold may still be in Redis, so a retry must be possible.
+		if !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLockLost) {
+			h.released.Store(false)
+		}
 		return err
 	}
 	return nil

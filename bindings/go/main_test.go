@@ -160,3 +160,15 @@ func eventually(limit time.Duration, cond func() bool) bool {
 	}
 	return cond()
 }
+
+// mustOK fails the test on an error, so a check of a bool result can never pass on a failed
+// call: mustOK(t)(lock.IsLocked(bg)).
+func mustOK(t testing.TB) func(bool, error) bool {
+	return func(v bool, err error) bool {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}

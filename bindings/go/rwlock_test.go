@@ -44,8 +44,8 @@ func TestTheWriterMayDowngrade(t *testing.T) {
 	if err := write.Release(bg); err != nil {
 		t.Fatal(err)
 	}
-	reading, _ := rw.Read().IsHeldBy(bg, owner)
-	writing, _ := rw.Write().IsHeldBy(bg, owner)
+	reading := mustOK(t)(rw.Read().IsHeldBy(bg, owner))
+	writing := mustOK(t)(rw.Write().IsHeldBy(bg, owner))
 	if !reading || writing {
 		t.Fatalf("reading %v writing %v", reading, writing)
 	}
@@ -97,11 +97,42 @@ func TestEachReaderHasItsOwnLease(t *testing.T) {
 	mustAcquire(t, rw.Read(), crashed, WithLease(200*time.Millisecond))
 	hold := mustAcquire(t, rw.Read(), alive, WithLease(20*time.Second))
 	time.Sleep(400 * time.Millisecond)
-	if held, _ := rw.Read().IsHeldBy(bg, crashed); held {
+	if held := mustOK(t)(rw.Read().IsHeldBy(bg, crashed)); held {
 		t.Fatal("the crashed reader's share must expire")
 	}
-	if held, _ := rw.Read().IsHeldBy(bg, alive); !held {
+	if held := mustOK(t)(rw.Read().IsHeldBy(bg, alive)); !held {
 		t.Fatal("the other reader keeps its share")
 	}
 	hold.Release(bg)
+}
+
+func TestBothModesAreReentrant(t *testing.T) {
+	c := connect(t)
+	rw, err := c.ReadWriteLock(uniqueName(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, view := range []*Lock{rw.Write(), rw.Read()} {
+		owner := NewOwner()
+		first := mustAcquire(t, view, owner)
+		second := mustAcquire(t, view, owner)
+		if first.HoldCount() != 1 || second.HoldCount() != 2 {
+			t.Fatalf("%v: hold counts %d, %d", view.Mode(), first.HoldCount(), second.HoldCount())
+		}
+		if n, err := view.HoldCount(bg, owner); err != nil || n != 2 {
+			t.Fatalf("%v: hold count %d, %v", view.Mode(), n, err)
+		}
+		if err := second.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		if !mustOK(t)(view.IsHeldBy(bg, owner)) {
+			t.Fatalf("%v: one release of two leaves it held", view.Mode())
+		}
+		if err := first.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		if mustOK(t)(rw.Read().IsLocked(bg)) {
+			t.Fatalf("%v: released as often as acquired, it is free", view.Mode())
+		}
+	}
 }
