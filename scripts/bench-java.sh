@@ -3,7 +3,6 @@
 # one run on one throwaway redis-server. Args: [uncontended cycles] [contended seconds].
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bundle-java-native.sh
 mvn -q -B -ntp -f bindings/java/pom.xml install -DskipTests
 mvn -q -B -ntp -f bench/java/pom.xml package
 classpath="$(mktemp -t redlock-bench-cp-XXXXXX)"

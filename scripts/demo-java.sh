@@ -3,7 +3,6 @@
 # java-demo (the seeds' Lock / ReadWriteLock code) against a throwaway redis-server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bundle-java-native.sh
 mvn -q -B -ntp -f bindings/java/pom.xml install -DskipTests
 mvn -q -B -ntp -f java-demo/pom.xml package
 classpath="$(mktemp -t redlock-demo-cp-XXXXXX)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Java: builds libredlock (release), bundles it into the Maven module as a resource, and runs the
-# JUnit 5 suite (each test class starts its own throwaway redis-server on a free loopback port).
+# Java: runs the JUnit 5 suite of the Maven module, whose build compiles libredlock (release) and
+# bundles it as a resource (each test class starts its own throwaway redis-server on a free loopback port).
 # Honours CARGO_TARGET_DIR and REDLOCK_FFI_FEATURES (see scripts/build-ffi.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +16,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-scripts/bundle-java-native.sh
-
+# The module's pom builds libredlock and bundles it (scripts/bundle-java-native.sh).
 echo "--- Java suite (mvn test)"
 log="$(mktemp -t redlock-java-test-XXXXXX.log)"
 if mvn -B -ntp -f bindings/java/pom.xml test >"$log" 2>&1; then

@@ -11,9 +11,10 @@ import java.util.Locale;
  * Loads libredlock once per class loader, like sqlite-jdbc: the copy bundled in the jar is
  * extracted to a temporary file and loaded from there, so a Maven user needs nothing else.
  *
- * <p>Overrides, in order: {@code -Dredlock.library=/path/to/libredlock.so} loads that file;
- * {@code -Dredlock.useLibraryPath=true} loads {@code libredlock} from {@code java.library.path}.
- * Without a bundled copy for this platform, {@code java.library.path} is tried as well.
+ * <p>Overrides, in order: {@code -Dredlock.library=/path/to/libredlock.so} loads that file; a
+ * {@code libredlock} in a directory of {@code java.library.path} (or {@code
+ * -Dredlock.useLibraryPath=true}) is loaded from there. Without a bundled copy for this platform,
+ * {@code java.library.path} is tried as well.
  */
 final class NativeLibrary {
   static final String FILE_PROPERTY = "redlock.library";
@@ -27,7 +28,7 @@ final class NativeLibrary {
       System.load(Path.of(file).toAbsolutePath().toString());
       return;
     }
-    if (Boolean.getBoolean(USE_LIBRARY_PATH_PROPERTY)) {
+    if (Boolean.getBoolean(USE_LIBRARY_PATH_PROPERTY) || onLibraryPath()) {
       System.loadLibrary("redlock");
       return;
     }
@@ -49,6 +50,18 @@ final class NativeLibrary {
     } catch (IOException e) {
       throw new UnsatisfiedLinkError("cannot extract " + resource + ": " + e);
     }
+  }
+
+  /** Whether a directory of {@code java.library.path} holds libredlock. */
+  private static boolean onLibraryPath() {
+    String path = System.getProperty("java.library.path", "");
+    String file = System.mapLibraryName("redlock");
+    for (String dir : path.split(java.io.File.pathSeparator)) {
+      if (!dir.isEmpty() && Files.isRegularFile(Path.of(dir, file))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static void loadFromLibraryPath(String resource) {
