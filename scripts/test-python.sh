@@ -5,13 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv=.venv-test
-rm -rf "$venv"
-python3 -m venv "$venv"
 py="$venv/bin/python"
-"$py" -m pip install --quiet --upgrade pip
-"$py" -m pip install --quiet "maturin>=1.13,<2.0" "pytest>=8" pytest-timeout "ruff==0.17.6"
-# The build compiles the one shared library (release) and generates the UniFFI module.
-"$py" -m pip install --quiet ./bindings/python
+scripts/python-venv.sh "$venv" "pytest>=8" pytest-timeout "ruff==0.17.6"
 
 "$venv/bin/ruff" check --config bindings/python/pyproject.toml bindings/python python-demo bench/python
 "$venv/bin/ruff" format --check --config bindings/python/pyproject.toml bindings/python python-demo bench/python

@@ -180,9 +180,26 @@ done:
 }
 
 static void status_names_cover_every_code(void) {
-    CHECK(strcmp(rl_status_name(RL_OK), "RL_OK") == 0);
-    CHECK(strcmp(rl_status_name(RL_UPGRADE_NOT_ALLOWED), "RL_UPGRADE_NOT_ALLOWED") == 0);
-    CHECK(strcmp(rl_status_name(RL_INTERNAL), "RL_INTERNAL") == 0);
+    static const struct {
+        rl_status code;
+        const char *name;
+    } every[] = {
+        {RL_OK, "RL_OK"},
+        {RL_INVALID_ARGUMENT, "RL_INVALID_ARGUMENT"},
+        {RL_TIMEOUT, "RL_TIMEOUT"},
+        {RL_NOT_HELD, "RL_NOT_HELD"},
+        {RL_LOCK_LOST, "RL_LOCK_LOST"},
+        {RL_UPGRADE_NOT_ALLOWED, "RL_UPGRADE_NOT_ALLOWED"},
+        {RL_CONNECTION, "RL_CONNECTION"},
+        {RL_REDIS, "RL_REDIS"},
+        {RL_CLOSED, "RL_CLOSED"},
+        {RL_CANCELLED, "RL_CANCELLED"},
+        {RL_INVALID_HANDLE, "RL_INVALID_HANDLE"},
+        {RL_INTERNAL, "RL_INTERNAL"},
+    };
+    for (size_t i = 0; i < sizeof every / sizeof every[0]; i++) {
+        CHECK(strcmp(rl_status_name(every[i].code), every[i].name) == 0);
+    }
     CHECK(strcmp(rl_status_name(999), "RL_UNKNOWN_STATUS") == 0);
     CHECK(strcmp(rl_status_name(-1), "RL_UNKNOWN_STATUS") == 0);
     CHECK(strlen(rl_version()) >= 5);
