@@ -8,8 +8,8 @@ venv=.venv-test
 py="$venv/bin/python"
 scripts/python-venv.sh "$venv" "pytest>=8" pytest-timeout "ruff==0.17.6"
 
-"$venv/bin/ruff" check --config bindings/python/pyproject.toml bindings/python python-demo bench/python
-"$venv/bin/ruff" format --check --config bindings/python/pyproject.toml bindings/python python-demo bench/python
+"$venv/bin/ruff" check --config bindings/python/pyproject.toml bindings/python python-demo bench/python tests/cross
+"$venv/bin/ruff" format --check --config bindings/python/pyproject.toml bindings/python python-demo bench/python tests/cross
 
 # Run from the tests folder so that the installed package, not the source tree, is imported.
 status=0

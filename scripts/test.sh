@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-suites=(rust c go python java)
+suites=(rust c go python java cross)
 for suite in "${suites[@]}"; do
   echo "=== $suite"
   "scripts/test-$suite.sh"

@@ -1,0 +1,26 @@
+# Sourced by test-cross.sh and demo.sh: builds what every language's cross worker needs and
+# exports the variables of tests/cross/PROTOCOL.md.
+#   prepare_cross   builds libredlock, installs it into a staging prefix (C, Go), compiles the
+#                   Java module (the native library bundled inside) and makes sure a venv
+#                   imports redlock_sdk (.venv-test, made by test-python.sh, or a new one)
+
+prepare_cross() {
+  local root libdir
+  root="$(pwd)"
+  if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+    export PATH="/usr/local/go/bin:$PATH"
+  fi
+  libdir="$(scripts/build-ffi.sh)"
+  export REDLOCK_ROOT="$root"
+  export REDLOCK_PREFIX="$(dirname "$libdir")/redlock-c-install"
+  scripts/install-c.sh "$REDLOCK_PREFIX" >&2
+  export PKG_CONFIG_PATH="$REDLOCK_PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export LD_LIBRARY_PATH="$REDLOCK_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export CGO_ENABLED=1 GOTOOLCHAIN=local
+  mvn -q -B -ntp -Dstyle.color=never -f bindings/java/pom.xml compile >&2
+  export REDLOCK_JAVA_CLASSES="$root/bindings/java/target/classes"
+  if ! .venv-test/bin/python -c 'import redlock_sdk' >/dev/null 2>&1; then
+    scripts/python-venv.sh .venv-test >&2
+  fi
+  export REDLOCK_PYTHON="$root/.venv-test/bin/python"
+}

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+set -euo pipefail
+exec "$REDLOCK_PYTHON" "$(dirname "$0")/worker.py" "$@"
