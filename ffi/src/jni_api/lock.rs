@@ -119,6 +119,28 @@ pub extern "system" fn Java_io_redlock_Native_release<'local>(
     })
 }
 
+/// `static native void extend(long lock, String ownerToken, long leaseMillis)`: sets the owner's
+/// hold to end `leaseMillis` from now. Not held → `NotHeldException`; a watched hold found gone
+/// → `LockLostException`; `leaseMillis` ≤ 0 → `IllegalArgumentException`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_redlock_Native_extend<'local>(
+    mut env: JNIEnv<'local>,
+    _class: JClass<'local>,
+    lock: jlong,
+    owner_token: JString<'local>,
+    lease_millis: jlong,
+) {
+    entry(&mut env, (), |env| {
+        let lock = lock_at(lock)?;
+        let owner = owner(env, &owner_token)?;
+        let lease = u64::try_from(lease_millis)
+            .ok()
+            .filter(|&ms| ms > 0)
+            .ok_or_else(|| invalid("lease must be positive"))?;
+        Ok(lock.extend(&owner, Duration::from_millis(lease))?)
+    })
+}
+
 /// `static native int holdCount(long lock, String ownerToken)`: from Redis, so it also counts
 /// holds taken through the token by other instances.
 #[unsafe(no_mangle)]

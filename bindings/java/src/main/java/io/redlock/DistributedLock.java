@@ -73,6 +73,15 @@ public interface DistributedLock extends Lock {
   /** The owner token this lock uses for the current thread; hand it over to unlock elsewhere. */
   String ownerToken();
 
+  /**
+   * Sets the owner's hold to end {@code lease} from now (a watchdog-kept hold stays kept).
+   *
+   * @throws NotHeldException if the owner does not hold the lock in this mode
+   * @throws LockLostException if the watchdog kept the hold and Redis no longer has it
+   * @throws IllegalArgumentException if {@code lease} is not positive
+   */
+  void extend(long lease, TimeUnit unit);
+
   /** Clears the name (both views of a read/write lock) whoever holds it, and wakes the waiters. */
   void forceUnlock();
 

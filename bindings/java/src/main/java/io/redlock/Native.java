@@ -45,6 +45,8 @@ final class Native {
 
   static native int release(long lock, String ownerToken);
 
+  static native void extend(long lock, String ownerToken, long leaseMillis);
+
   static native int holdCount(long lock, String ownerToken);
 
   static native boolean isLocked(long lock);

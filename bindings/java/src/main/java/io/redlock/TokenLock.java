@@ -186,6 +186,19 @@ final class TokenLock implements DistributedLock {
   }
 
   @Override
+  public void extend(long lease, TimeUnit unit) {
+    Objects.requireNonNull(unit, "unit");
+    if (lease <= 0) {
+      throw new IllegalArgumentException("lease must be positive, got " + lease + " " + unit);
+    }
+    try {
+      Native.extend(state.handle, owner.get(), Math.max(1, unit.toMillis(lease)));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  @Override
   public void forceUnlock() {
     try {
       Native.forceUnlock(state.handle);

@@ -52,6 +52,21 @@ class BadInputTest extends RedisTestBase {
   }
 
   @Test
+  void extendNeedsAPositiveLeaseAndAHold() throws Exception {
+    DistributedLock lock = client().getLock(uniqueName());
+    assertThrows(NotHeldException.class, () -> lock.extend(1, TimeUnit.SECONDS));
+    assertTrue(lock.tryLock(0, 300, TimeUnit.MILLISECONDS));
+    assertThrows(IllegalArgumentException.class, () -> lock.extend(0, TimeUnit.SECONDS));
+    assertThrows(IllegalArgumentException.class, () -> lock.extend(-1, TimeUnit.SECONDS));
+    assertThrows(NullPointerException.class, () -> lock.extend(1, null));
+    lock.extend(10, TimeUnit.SECONDS);
+    Thread.sleep(600); // past the first lease: the extended hold is still there
+    assertTrue(lock.isHeldByCurrentThread());
+    lock.unlock();
+    assertThrows(NotHeldException.class, () -> lock.extend(1, TimeUnit.SECONDS));
+  }
+
+  @Test
   void badUrlsAndUnreachableServers() throws Exception {
     assertThrows(IllegalArgumentException.class, () -> RedlockClient.connect("not a url"));
     int unused;
