@@ -7,7 +7,9 @@
 //! ## Guarantees
 //! - **Mutual exclusion** per name while leases hold: one writer, or any number of readers.
 //! - **Token ownership**: whoever presents an [`Owner`]'s token is the owner; a lock taken in one
-//!   process or language is released in another by presenting the token.
+//!   process or language is released in another by presenting the token. Hand such holds over
+//!   with a fixed lease: a watchdog-kept hold that another client releases is reported lost to the
+//!   client that took it (its watchdog cannot tell that release from a loss).
 //! - **Reentrancy** in both modes, with hold counts; the writer may also read (downgrade); a
 //!   reader asking to write fails at once with [`Error::UpgradeNotAllowed`] instead of hanging.
 //! - **Writers are not starved**: once a writer waits, new readers queue behind it.
