@@ -20,8 +20,6 @@ scripts/lib-cross.sh.
 from __future__ import annotations
 
 import argparse
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "python-demo"))
+from _server import redis_url  # noqa: E402  (the demos' throwaway redis-server)
+
 LANGS = ["rust", "c", "go", "python", "java"]
 # Nothing else can wake the hand-off waiter before this: its re-check interval and the hold's
 # lease are both 60 s. The bound leaves room for process start-up on a loaded machine.
@@ -45,45 +46,6 @@ class Section:
     value: int
     fencing: int
     wait_us: int
-
-
-class RedisServer:
-    def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="redlock-cross-redis-")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self.dir,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        self.url = f"redis://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def worker(lang: str, *args: str) -> list[str]:
@@ -264,6 +226,29 @@ def table(sections: list[Section], langs: list[str]) -> str:
     return "\n".join(rows)
 
 
+def run_checks(checks: list, langs: list[str]) -> tuple[int, int]:
+    passed = failed = 0
+    for title, check in checks:
+        started = time.monotonic()
+        try:
+            result = check()
+        except AssertionError as failure:
+            failed += 1
+            print(f"FAIL {title}: {failure}")
+            continue
+        passed += 1
+        print(f"ok   {title} ({time.monotonic() - started:.1f} s)")
+        if isinstance(result, list) and title.startswith("mutual"):
+            total = len(result)
+            print(f"\n{table(result, langs)}\n")
+            print(
+                f"   {total} sections by {2 * len(langs)} processes in {len(langs)} "
+                f"languages: numbers 1..{total}, no duplicate, no gap; fencing tokens "
+                "strictly increase in the order the numbers were taken\n"
+            )
+    return passed, failed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -278,43 +263,21 @@ def main() -> int:
     for lang in langs:
         subprocess.run([str(HERE / lang / "build.sh")], check=True)
 
-    server = RedisServer()
-    work = Path(tempfile.mkdtemp(prefix="redlock-cross-"))
-    passed = failed = 0
-    checks = [
-        (
-            "mutual exclusion across languages",
-            lambda: mutual_exclusion(server.url, work, langs, per_worker),
-        )
-    ]
-    if not args.demo:
-        checks.append(
-            ("read/write across languages", lambda: read_write(server.url, work, langs, per_worker))
-        )
-        if {"java", "python", "go"} <= set(langs):
-            checks.append(("hand-off Java -> Python -> Go", lambda: hand_off(server.url, work)))
-    try:
-        for title, check in checks:
-            started = time.monotonic()
-            try:
-                result = check()
-            except AssertionError as failure:
-                failed += 1
-                print(f"FAIL {title}: {failure}")
-                continue
-            passed += 1
-            print(f"ok   {title} ({time.monotonic() - started:.1f} s)")
-            if isinstance(result, list) and title.startswith("mutual"):
-                total = len(result)
-                print(f"\n{table(result, langs)}\n")
-                print(
-                    f"   {total} sections by {2 * len(langs)} processes in {len(langs)} "
-                    f"languages: numbers 1..{total}, no duplicate, no gap; fencing tokens "
-                    "strictly increase in the order the numbers were taken\n"
-                )
-    finally:
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    with redis_url() as url, tempfile.TemporaryDirectory(prefix="redlock-cross-") as tmp:
+        work = Path(tmp)
+        checks = [
+            (
+                "mutual exclusion across languages",
+                lambda: mutual_exclusion(url, work, langs, per_worker),
+            )
+        ]
+        if not args.demo:
+            checks.append(
+                ("read/write across languages", lambda: read_write(url, work, langs, per_worker))
+            )
+            if {"java", "python", "go"} <= set(langs):
+                checks.append(("hand-off Java -> Python -> Go", lambda: hand_off(url, work)))
+        passed, failed = run_checks(checks, langs)
     print(f"cross: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
