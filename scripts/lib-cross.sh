@@ -17,7 +17,15 @@ prepare_cross() {
   export PKG_CONFIG_PATH="$REDLOCK_PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
   export LD_LIBRARY_PATH="$REDLOCK_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export CGO_ENABLED=1 GOTOOLCHAIN=local
-  mvn -q -B -ntp -Dstyle.color=never -f bindings/java/pom.xml compile >&2
+  # Maven's output (with its stray colour resets) is shown only when the build fails.
+  local mvn_log
+  mvn_log="$(mktemp -t redlock-mvn-XXXXXX.log)"
+  if ! mvn -q -B -ntp -f bindings/java/pom.xml compile >"$mvn_log" 2>&1; then
+    cat "$mvn_log" >&2
+    rm -f "$mvn_log"
+    return 1
+  fi
+  rm -f "$mvn_log"
   export REDLOCK_JAVA_CLASSES="$root/bindings/java/target/classes"
   if ! .venv-test/bin/python -c 'import redlock_sdk' >/dev/null 2>&1; then
     scripts/python-venv.sh .venv-test >&2
