@@ -121,18 +121,9 @@ final class TokenLock implements DistributedLock {
       if (Native.release(state.handle, token) == 0) {
         forget(token);
       }
-    } catch (NotHeldException e) {
-      // The core says NotHeld once its watchdog has already reported the loss (and stopped
-      // tracking the hold); to the caller it is the same lost hold either way.
-      NativeHold hold = state.holds.get(token);
-      boolean lost = hold != null && hold.isLost();
-      forget(token);
-      if (lost) {
-        throw new LockLostException(
-            "the lock '" + name + "' was lost: the hold is gone from Redis");
-      }
-      throw e;
     } catch (IllegalMonitorStateException e) {
+      // NotHeldException or LockLostException (the core reports a lost hold's next release as
+      // lost, also after its watchdog noticed).
       forget(token); // whatever this object remembered is not held any more
       throw e;
     } finally {
