@@ -7,7 +7,8 @@
 //! |---------------------|------|--------------------------------------------------------------|
 //! | `P:{N}`             | hash | writer (`wo` token, `wc` count, `wf` fence, `wm` metadata), readers (`rc:T`, `rf:T`, `rm:T`), reader count `n`; exists exactly while held; a lone writer's lease is its TTL |
 //! | `P:{N}:exp`         | zset | only while readers hold: each reader's lease end (ms), and the writer's (`w`) after a downgrade |
-//! | `P:{N}:ww`          | zset | writers waiting (token scored by announcement end)           |
+//! | `P:{N}:ww`          | zset | writers waiting, in arrival order (waiter id `X-SEQ:T` scored by first announcement ms) |
+//! | `P:{N}:wi`          | hash | per waiting writer: `expiry:lease:metadata`, for grants      |
 //! | `P:{N}:wr`          | zset | readers waiting (`r:T`), and `turn` while readers have their turn |
 //! | `P:fence:{S}`       | int  | fencing counter shared by every name of one hash slot        |
 //!
@@ -32,6 +33,7 @@ pub struct LockKeys {
     pub(crate) expiries: String,
     pub(crate) waiting_writers: String,
     pub(crate) waiting_readers: String,
+    pub(crate) waiter_info: String,
     pub(crate) fence: String,
     pub(crate) channel: String,
     pub(crate) slot: u16,
@@ -48,6 +50,7 @@ impl LockKeys {
             expiries: format!("{state}:exp"),
             waiting_writers: format!("{state}:ww"),
             waiting_readers: format!("{state}:wr"),
+            waiter_info: format!("{state}:wi"),
             channel: format!("{state}:ch"),
             fence: format!("{prefix}:fence:{{{}}}", SLOT_TAGS[slot as usize]),
             state,

@@ -5,6 +5,10 @@
 //! connected. Messages lost to a reconnect are covered by waking every waiter after resubscribing
 //! (and, underneath, by the waiters' bounded re-check). Channels stay subscribed for a linger time
 //! after their last waiter leaves, so steady contention costs no SUBSCRIBE/UNSUBSCRIBE traffic.
+//!
+//! A release that grants the lock to a waiting writer publishes `g:FENCE:WAITER`. The hub keeps
+//! grants addressed to this client's waiters (their ids start with the hub's prefix) until the
+//! waiter takes them, and wakes nobody for grants to other clients: the lock stays taken.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -18,6 +22,9 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) struct PubSubHub {
     redis: redis::Client,
+    /// Starts every waiter id of this client (random, so ids never repeat across clients).
+    waiter_prefix: Arc<str>,
+    waiter_seq: AtomicU64,
     shared: Arc<Shared>,
     commands: OnceLock<mpsc::UnboundedSender<String>>,
     shutdown: CancellationToken,
@@ -30,11 +37,14 @@ struct Shared {
     channels: Mutex<HashMap<String, ChannelState>>,
 }
 
-/// Wake-ups of one channel, and how many messages (or reconnects) it has seen.
+/// Wake-ups of one channel, how many messages (or reconnects) it has seen, and the grants to
+/// this client's waiters that they have not taken yet.
 #[derive(Default)]
 pub(crate) struct Signal {
     notify: Arc<Notify>,
     messages: AtomicU64,
+    reconnects: AtomicU64,
+    grants: Mutex<HashMap<String, u64>>,
 }
 
 impl Signal {
@@ -42,7 +52,21 @@ impl Signal {
         self.messages.fetch_add(1, Ordering::SeqCst);
         self.notify.notify_waiters();
     }
+
+    fn grant(&self, waiter: &str, fence: u64) {
+        let mut grants = self.grants.lock().unwrap();
+        // Grants whose waiter left before taking them are bounded (the waiter also removes its own).
+        if grants.len() >= MAX_UNTAKEN_GRANTS {
+            grants.clear();
+        }
+        grants.insert(waiter.to_owned(), fence);
+        drop(grants);
+        self.fire();
+    }
 }
+
+/// Untaken grants kept per channel; a waiter whose grant is dropped finds it at its next attempt.
+const MAX_UNTAKEN_GRANTS: usize = 4096;
 
 struct ChannelState {
     signal: Arc<Signal>,
@@ -73,6 +97,16 @@ impl Subscription {
     pub(crate) fn messages(&self) -> u64 {
         self.signal.messages.load(Ordering::SeqCst)
     }
+
+    /// Reconnects of the pub/sub connection so far (a grant may have been lost in each).
+    pub(crate) fn reconnects(&self) -> u64 {
+        self.signal.reconnects.load(Ordering::SeqCst)
+    }
+
+    /// The fencing token of a grant to `waiter`, taken (only once) if it arrived.
+    pub(crate) fn take_grant(&self, waiter: &str) -> Option<u64> {
+        self.signal.grants.lock().unwrap().remove(waiter)
+    }
 }
 
 impl Drop for Subscription {
@@ -94,14 +128,24 @@ impl PubSubHub {
         connect_timeout: Duration,
         linger: Duration,
     ) -> Self {
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
         PubSubHub {
             redis,
+            waiter_prefix: format!("{}-", &nonce[..12]).into(),
+            waiter_seq: AtomicU64::new(0),
             shared: Arc::default(),
             commands: OnceLock::new(),
             shutdown,
             connect_timeout,
             linger,
         }
+    }
+
+    /// A waiter id for one acquire call of `token`: `PREFIX-SEQ:TOKEN`, unique, so that a grant
+    /// names exactly one waiting call even when several wait with the same owner token.
+    pub(crate) fn waiter_id(&self, token: &str) -> String {
+        let seq = self.waiter_seq.fetch_add(1, Ordering::Relaxed);
+        format!("{}{seq}:{token}", self.waiter_prefix)
     }
 
     /// A subscription only if the channel is already confirmed (no Redis traffic, no waiting).
@@ -160,6 +204,7 @@ impl PubSubHub {
             let (tx, rx) = mpsc::unbounded_channel();
             let task = HubTask {
                 redis: self.redis.clone(),
+                waiter_prefix: self.waiter_prefix.clone(),
                 shared: self.shared.clone(),
                 shutdown: self.shutdown.clone(),
                 connect_timeout: self.connect_timeout,
@@ -173,6 +218,7 @@ impl PubSubHub {
 
 struct HubTask {
     redis: redis::Client,
+    waiter_prefix: Arc<str>,
     shared: Arc<Shared>,
     shutdown: CancellationToken,
     connect_timeout: Duration,
@@ -232,6 +278,7 @@ impl HubTask {
             self.confirm(&known);
             // Messages may have been missed while disconnected: let every waiter re-check now.
             for state in self.shared.channels.lock().unwrap().values() {
+                state.signal.reconnects.fetch_add(1, Ordering::SeqCst);
                 state.signal.fire();
             }
         }
@@ -240,11 +287,7 @@ impl HubTask {
             tokio::select! {
                 _ = self.shutdown.cancelled() => return Disconnect::Shutdown,
                 message = stream.next() => match message {
-                    Some(msg) => {
-                        if let Some(state) = self.shared.channels.lock().unwrap().get(msg.get_channel_name()) {
-                            state.signal.fire();
-                        }
-                    }
+                    Some(msg) => self.dispatch(&msg),
                     None => return Disconnect::Lost,
                 },
                 request = requests.recv() => {
@@ -261,6 +304,30 @@ impl HubTask {
                     }
                 }
             }
+        }
+    }
+
+    /// Wakes the channel's waiters for a release, or for a grant to one of this client's waiters.
+    fn dispatch(&self, msg: &redis::Msg) {
+        let channels = self.shared.channels.lock().unwrap();
+        let Some(state) = channels.get(msg.get_channel_name()) else {
+            return;
+        };
+        let payload = msg.get_payload_bytes();
+        let Some(grant) = payload.strip_prefix(b"g:") else {
+            state.signal.fire();
+            return;
+        };
+        let parsed = std::str::from_utf8(grant).ok().and_then(|g| {
+            let (fence, waiter) = g.split_once(':')?;
+            Some((fence.parse::<u64>().ok()?, waiter))
+        });
+        match parsed {
+            Some((fence, waiter)) if waiter.starts_with(&*self.waiter_prefix) => {
+                state.signal.grant(waiter, fence)
+            }
+            Some(_) => {} // another client's waiter got it: the lock stays taken
+            None => state.signal.fire(),
         }
     }
 

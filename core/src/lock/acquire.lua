@@ -1,14 +1,17 @@
--- One acquire attempt. KEYS[5] fencing counter of the slot.
--- ARGV: mode ('w' | 'r'), owner token, lease ms, holder metadata, waiter announcement ms (0 = none).
+-- One acquire attempt.
+-- ARGV: mode ('w' | 'r'), owner token, lease ms, holder metadata, waiter announcement ms
+-- (0 = none), waiter id 'N:T' (unique per acquire call; writers queue under it).
 -- Returns {1, fence, hold count} | {0, retry after ms} | {-1} (a reader asked to write).
--- Fairness: announced waiting writers go before newcomers (no barging); while a writer waits,
--- new readers queue behind it; when a writer leaves while readers wait, those readers have a
--- turn (bounded) before the next writer. Only one waiter per client and name announces itself.
-local mode, tok, lease, meta, wait_ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+-- Fairness: announced waiting writers go before newcomers (no barging) and are granted a freed
+-- lock in arrival order; while a writer waits, new readers queue behind it; when a writer
+-- leaves while readers wait, those readers have a turn (bounded) before the next writer.
+-- Every waiting writer announces itself; of the readers, one per client and name does.
+local mode, tok, lease, meta = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local wait_ttl, waiter = tonumber(ARGV[5]), ARGV[6]
 
 -- Fast path, the common uncontended case: nobody holds it and nobody waits.
 if redis.call('EXISTS', H, W, WR) == 0 then
-  local fence = redis.call('INCR', KEYS[5])
+  local fence = redis.call('INCR', FENCE)
   if mode == 'w' then
     redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta)
     redis.call('PEXPIRE', H, lease)
@@ -31,16 +34,20 @@ local function retry_after()
   if #first > 0 then return math.max(tonumber(first[2]) - now(), 1) end
   local ttl = redis.call('PTTL', H)
   if ttl > 0 then return ttl end
-  for _, zset in ipairs({W, WR}) do
-    first = redis.call('ZRANGE', zset, 0, 0, 'WITHSCORES')
-    if #first > 0 then return math.max(tonumber(first[2]) - now(), 1) end
-  end
+  local _, info = first_writer()
+  if info then return math.max(tonumber(string.match(info, '^(%d+):')) - now(), 1) end
+  first = redis.call('ZRANGE', WR, 0, 0, 'WITHSCORES')
+  if #first > 0 then return math.max(tonumber(first[2]) - now(), 1) end
   return 1
 end
 
 local function conflict()
   if wait_ttl > 0 then
-    if mode == 'w' then announce(W, tok, wait_ttl) else announce(WR, 'r:' .. tok, wait_ttl) end
+    if mode == 'w' then
+      announce_writer(waiter, wait_ttl, lease, meta)
+    else
+      announce(WR, 'r:' .. tok, wait_ttl)
+    end
   end
   return {0, retry_after()}
 end
@@ -49,12 +56,18 @@ local function readers_turn()
   return waiters > 0 and redis.call('ZSCORE', WR, 'turn') ~= false
 end
 
-local state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok)
-local writer, readers, my_read = state[1], state[2], state[3]
+local state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok, 'wg')
+local writer, readers, my_read, granted = state[1], state[2], state[3], state[4]
 
 if mode == 'w' then
   if writer then
     if writer ~= tok then return conflict() end
+    if granted == waiter then
+      -- Granted to this waiter by a release; its wake-up was missed or is still on its way.
+      redis.call('HDEL', H, 'wg')
+      local h = redis.call('HMGET', H, 'wf', 'wc')
+      return {1, tonumber(h[1]), tonumber(h[2])}
+    end
     -- Re-entry; it never shortens a lease that is already longer.
     local count = redis.call('HINCRBY', H, 'wc', 1)
     if writer_expiry() < now() + lease then
@@ -72,10 +85,10 @@ if mode == 'w' then
   if waiters > 0 then
     if readers_turn() and waiting_readers() > 0 then return conflict() end
     -- Writers announced as waiting go first: a newcomer queues behind them instead of barging.
-    if redis.call('EXISTS', W) == 1 and not redis.call('ZSCORE', W, tok) then return conflict() end
-    redis.call('ZREM', W, tok)
+    if redis.call('EXISTS', W) == 1 and not redis.call('ZSCORE', W, waiter) then return conflict() end
+    forget_writer(waiter)
   end
-  local fence = redis.call('INCR', KEYS[5])
+  local fence = redis.call('INCR', FENCE)
   redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta)
   redis.call('PEXPIRE', H, lease)
   return {1, fence, 1}
@@ -99,7 +112,7 @@ if writer and redis.call('EXISTS', Z) == 0 then
   -- Downgrade: from now on the writer's lease is kept in Z beside the readers'.
   redis.call('ZADD', Z, writer_expiry(), 'w')
 end
-local fence = redis.call('INCR', KEYS[5])
+local fence = redis.call('INCR', FENCE)
 redis.call('HSET', H, 'rc:' .. tok, 1, 'rf:' .. tok, fence, 'rm:' .. tok, meta)
 redis.call('HINCRBY', H, 'n', 1)
 redis.call('ZADD', Z, now() + lease, 'r:' .. tok)

@@ -2,9 +2,15 @@
 //!
 //! Guarantees:
 //! - one script call per attempt; a free lock costs exactly one round trip;
-//! - while waiting, only one waiter per client and name talks to Redis (the local queue is FIFO);
+//! - waiting writers queue in Redis in arrival order, and a release hands the lock straight to
+//!   the first of them (a grant, published on the lock's channel): the grantee is in as soon
+//!   as the message arrives, without another round trip;
+//! - while waiting, only one waiter per client and name (the head of a FIFO local queue) makes
+//!   attempts; writers behind it talk to Redis only to keep their place in the queue (every two
+//!   re-check periods) and after a pub/sub reconnect;
 //! - a release is noticed through pub/sub without polling; if a message is lost, the waiter
-//!   re-checks after at most `recheck_interval` (sooner when the holder's lease ends first);
+//!   re-checks after at most `recheck_interval` (sooner when the holder's lease ends first), and
+//!   an attempt claims a grant whose message was lost;
 //! - dropping the future (cancellation), a timeout or an error leaves nothing in Redis: a
 //!   waiter's announcement is withdrawn (and expires on its own regardless), and an attempt
 //!   whose script was already sent is undone once its reply arrives (see `in_flight`).
@@ -37,18 +43,26 @@ impl Lock {
         let deadline = wait.and_then(|w| started.checked_add(w));
         let will_wait = wait != Some(Duration::ZERO);
         let meta = HolderMetadata::current(options.label.as_deref()).to_json();
+        let waiter = if will_wait {
+            self.client.pubsub.waiter_id(owner.token())
+        } else {
+            String::new()
+        };
         let attempt = AttemptArgs {
             owner,
             lease_ms,
             meta: &meta,
-            // A waiter announces itself (writers: so new readers queue behind; readers: so they
-            // get a turn after the writer); renewed at every attempt, withdrawn when done.
+            // A waiter announces itself (writers: to queue for a grant, and so new readers queue
+            // behind; readers: so they get a turn after the writer); renewed at every attempt,
+            // withdrawn when done.
             announce_ms: if will_wait { self.announcement_ms() } else { 0 },
+            waiter: &waiter,
         };
 
-        // Fast path. Only the holder of the process-local gate announces itself in Redis: a
-        // waiter queued behind the gate must not make the gate holder wait for it. If a
-        // subscription is already live, arm the wake-up first so a release that lands right
+        // Fast path. A writer that will wait announces itself at once, taking its place in the
+        // queue. Of the readers only the holder of the process-local gate does: a reader queued
+        // behind the gate must not make the gate holder wait for it (readers get no grants). If
+        // a subscription is already live, arm the wake-up first so a release that lands right
         // after this attempt is not missed.
         let gate = if will_wait {
             self.local
@@ -62,9 +76,9 @@ impl Lock {
         let live = self.client.pubsub.active(&self.keys.channel);
         let mut wake: Option<WakeUp> = live.as_ref().map(|s| s.arm());
         let messages_before = live.as_ref().map(|s| s.messages());
-        let mut announcement = Announcement::new(self, owner);
+        let mut announcement = Announcement::new(self, owner, &waiter);
         let fast = AttemptArgs {
-            announce_ms: if gate.is_some() {
+            announce_ms: if gate.is_some() || self.mode == Mode::Write {
                 attempt.announce_ms
             } else {
                 0
@@ -127,7 +141,8 @@ impl Lock {
         })
     }
 
-    /// The waiting part: queue locally, subscribe, attempt on every wake-up or re-check.
+    /// The waiting part: subscribe, queue locally, attempt on every wake-up or re-check, and
+    /// take a grant as soon as one arrives.
     async fn wait_for_turn(
         &self,
         turn: Turn<'_, '_>,
@@ -139,6 +154,7 @@ impl Lock {
     ) -> Result<()> {
         let config = &self.client.config;
         let shutdown = self.client.shutdown.clone();
+        let waiter = turn.args.waiter;
         let mut failed: u64 = 1;
         let mut alerted = false;
         self.local.failed_attempts.fetch_add(1, Ordering::Relaxed);
@@ -157,19 +173,49 @@ impl Lock {
                 }
             }
         };
-        // The process lock first: one waiter per client and name at a time talks to Redis.
+        let _untaken = UntakenGrant {
+            subscription: &subscription,
+            waiter,
+        };
+        // The process lock first: one waiter per client and name at a time makes attempts.
         let mut gate = match gate {
             Some(gate) => gate,
             None => {
                 let queued = self.local.gate.lock();
-                let gate = tokio::select! {
-                    gate = queued => GateGuard::new(gate, &self.local),
-                    _ = sleep_until(turn.deadline) => return Err(Error::Timeout),
-                    _ = shutdown.cancelled() => return Err(Error::Closed),
+                tokio::pin!(queued);
+                // A grant published before we were subscribed would be missed: look at once.
+                let mut look = fresh_subscription && self.mode == Mode::Write;
+                let mut reconnects = subscription.reconnects();
+                let keep_place = Duration::from_millis(self.announcement_ms() / 2);
+                let mut renew_at = Instant::now() + keep_place;
+                let gate = loop {
+                    if look {
+                        renew_at = Instant::now() + keep_place;
+                        *last = self.attempt(turn.args, announcement).await?;
+                        if let Attempt::Acquired { .. } = last {
+                            return Ok(());
+                        }
+                    }
+                    let armed = subscription.arm();
+                    if let Some(fence) = subscription.take_grant(waiter) {
+                        *last = Attempt::Acquired { fence, count: 1 };
+                        return Ok(());
+                    }
+                    tokio::select! {
+                        gate = &mut queued => break GateGuard::new(gate, &self.local),
+                        _ = armed => {
+                            let now = subscription.reconnects();
+                            look = now != reconnects && self.mode == Mode::Write;
+                            reconnects = now;
+                        }
+                        _ = tokio::time::sleep_until(renew_at), if self.mode == Mode::Write => look = true,
+                        _ = sleep_until(turn.deadline) => return Err(Error::Timeout),
+                        _ = shutdown.cancelled() => return Err(Error::Closed),
+                    }
                 };
-                // Our fast attempt is stale now. If nothing was published since the waiter
-                // before us took the lock, it still holds it: wait for the release instead of
-                // attempting in vain.
+                // Our last attempt is stale now. If nothing was published since the waiter
+                // before us took the lock, it still holds it: wait for the release (or our
+                // grant) instead of attempting in vain.
                 *wake = Some(subscription.arm());
                 match gate.previous_acquisition {
                     Some(seen) if seen == subscription.messages() => {
@@ -202,6 +248,11 @@ impl Lock {
                     }
                 }
             }
+            if let Some(fence) = subscription.take_grant(waiter) {
+                *last = Attempt::Acquired { fence, count: 1 };
+                gate.acquired_after(self.mode, Some(subscription.messages()));
+                return Ok(());
+            }
             let Attempt::Busy { retry_after } = *last else {
                 return Ok(());
             };
@@ -224,6 +275,13 @@ impl Lock {
                 _ = tokio::time::sleep(nap) => {}
                 _ = shutdown.cancelled() => return Err(Error::Closed),
             }
+            // A wake-up for our own grant needs no attempt: the loop's top finds it... unless
+            // it arrived without one, then the next attempt looks (and claims a lost grant).
+            if let Some(fence) = subscription.take_grant(waiter) {
+                *last = Attempt::Acquired { fence, count: 1 };
+                gate.acquired_after(self.mode, Some(subscription.messages()));
+                return Ok(());
+            }
         }
     }
 
@@ -236,6 +294,7 @@ impl Lock {
             lease_ms: args.lease_ms,
             meta: args.meta.to_owned(),
             announce_ms: args.announce_ms,
+            waiter: args.waiter.to_owned(),
         };
         let reply = InFlightAttempt::start(self, args.owner, call).await?;
         match reply.as_slice() {
@@ -304,6 +363,8 @@ struct AttemptArgs<'a> {
     lease_ms: u64,
     meta: &'a str,
     announce_ms: u64,
+    /// This call's waiter id ("" when it does not wait).
+    waiter: &'a str,
 }
 
 /// What the waiting part needs besides the attempt itself.
@@ -350,6 +411,18 @@ impl Drop for GateGuard<'_> {
     }
 }
 
+/// Drops a grant that arrived for this call but was not taken (the call ended another way).
+struct UntakenGrant<'s> {
+    subscription: &'s crate::pubsub::Subscription,
+    waiter: &'s str,
+}
+
+impl Drop for UntakenGrant<'_> {
+    fn drop(&mut self) {
+        self.subscription.take_grant(self.waiter);
+    }
+}
+
 async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
@@ -362,14 +435,16 @@ async fn sleep_until(deadline: Option<Instant>) {
 struct Announcement<'a> {
     lock: &'a Lock,
     owner: &'a Owner,
+    waiter: &'a str,
     armed: bool,
 }
 
 impl<'a> Announcement<'a> {
-    fn new(lock: &'a Lock, owner: &'a Owner) -> Self {
+    fn new(lock: &'a Lock, owner: &'a Owner, waiter: &'a str) -> Self {
         Announcement {
             lock,
             owner,
+            waiter,
             armed: false,
         }
     }
@@ -380,7 +455,7 @@ impl<'a> Announcement<'a> {
 
     async fn withdraw(&mut self) {
         if std::mem::take(&mut self.armed) {
-            let _ = withdraw(self.lock, self.owner.token()).await;
+            let _ = withdraw(self.lock, self.owner.token(), self.waiter).await;
         }
     }
 }
@@ -390,21 +465,24 @@ impl Drop for Announcement<'_> {
         if self.armed {
             let lock = self.lock.clone();
             let token = self.owner.token().to_owned();
+            let waiter = self.waiter.to_owned();
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 runtime.spawn(async move {
-                    let _ = withdraw(&lock, &token).await;
+                    let _ = withdraw(&lock, &token, &waiter).await;
                 });
             }
         }
     }
 }
 
-pub(super) async fn withdraw(lock: &Lock, token: &str) -> Result<()> {
+/// Withdraws a waiter's announcement (and gives back a lock granted to it meanwhile).
+pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<()> {
     let mut invocation = lock.keyed(&SCRIPTS.unregister_waiter);
     invocation
         .arg(lock.mode.as_arg())
         .arg(token)
-        .arg(&lock.keys.channel);
+        .arg(&lock.keys.channel)
+        .arg(waiter);
     tidy::<i64>(lock, &invocation).await.map(drop)
 }
 
@@ -426,5 +504,120 @@ pub(super) async fn tidy<T: redis::FromRedisValue>(
         Err(_) => Err(Error::Connection(
             "tidying up after a waiter timed out".into(),
         )),
+    }
+}
+
+#[cfg(all(test, feature = "test-support"))]
+mod grant_tests {
+    //! Grants to waiters that never hear of them: claimed by a later attempt, given back by a
+    //! withdrawal. (A live waiter's grant is covered by `tests/grants.rs`.)
+    use super::*;
+    use crate::Client;
+    use crate::testing::RedisServer;
+
+    fn announced_attempt<'a>(owner: &'a Owner, waiter: &'a str) -> AttemptArgs<'a> {
+        AttemptArgs {
+            owner,
+            lease_ms: 10_000,
+            meta: "{}",
+            announce_ms: 10_000,
+            waiter,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_grant_is_claimed_once_and_given_back_by_a_waiter_that_left() {
+        let server = RedisServer::start();
+        let client = Client::connect(&server.url()).await.unwrap();
+        let lock = client.lock("grants").unwrap();
+        let holder = Owner::random();
+        lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
+            .await
+            .unwrap();
+
+        // Two waiters (of processes that will not hear their grants) queue in this order.
+        let (x, y) = (
+            Owner::from_token("x").unwrap(),
+            Owner::from_token("y").unwrap(),
+        );
+        for (owner, waiter) in [(&x, "gone-1:x"), (&y, "gone-2:y")] {
+            let mut announcement = Announcement::new(&lock, owner, waiter);
+            let args = announced_attempt(owner, waiter);
+            let attempt = lock.attempt(&args, &mut announcement).await.unwrap();
+            assert!(matches!(attempt, Attempt::Busy { .. }));
+            announcement.disarm();
+        }
+        assert_eq!(lock.inspect().await.unwrap().waiting_writers, 2);
+
+        // The release grants the lock to the first waiter, with a new fencing token.
+        lock.release(&holder).await.unwrap();
+        assert_eq!(lock.hold_count(&x).await.unwrap(), 1);
+        let info = lock.inspect().await.unwrap();
+        assert_eq!(info.waiting_writers, 1);
+        assert_eq!(info.holders[0].owner_token, "x");
+
+        // Its next attempt claims the grant: the same single hold, not a re-entry.
+        let mut announcement = Announcement::new(&lock, &x, "gone-1:x");
+        let claimed = lock
+            .attempt(&announced_attempt(&x, "gone-1:x"), &mut announcement)
+            .await
+            .unwrap();
+        assert!(matches!(claimed, Attempt::Acquired { count: 1, .. }));
+        assert_eq!(lock.hold_count(&x).await.unwrap(), 1);
+        // A claimed grant is a hold like any other: withdrawing the (finished) waiter keeps it.
+        withdraw(&lock, "x", "gone-1:x").await.unwrap();
+        assert_eq!(lock.hold_count(&x).await.unwrap(), 1);
+
+        // Released, it goes to the second waiter, which gave up before hearing: its withdrawal
+        // gives the lock back, and with nobody else waiting the name leaves no key behind.
+        lock.release(&x).await.unwrap();
+        assert_eq!(lock.hold_count(&y).await.unwrap(), 1);
+        withdraw(&lock, "y", "gone-2:y").await.unwrap();
+        assert!(!lock.is_locked().await.unwrap());
+        let keys = server.command(&["KEYS", "*"]);
+        assert!(
+            !keys.contains("grants"),
+            "keys left behind after the last waiter left: {keys}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_granted_waiter_that_left_passes_the_lock_to_the_next() {
+        let server = RedisServer::start();
+        let client = Client::connect(&server.url()).await.unwrap();
+        let lock = client.lock("grants").unwrap();
+        let holder = Owner::random();
+        lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
+            .await
+            .unwrap();
+        let gone = Owner::from_token("gone").unwrap();
+        let mut announcement = Announcement::new(&lock, &gone, "gone-1:gone");
+        lock.attempt(&announced_attempt(&gone, "gone-1:gone"), &mut announcement)
+            .await
+            .unwrap();
+        announcement.disarm();
+
+        // A live waiter of this client queues behind it.
+        let next = Owner::random();
+        let waiting = {
+            let (lock, next) = (lock.clone(), next.clone());
+            tokio::spawn(async move {
+                lock.acquire(
+                    &next,
+                    Some(Duration::from_secs(10)),
+                    Some(Duration::from_secs(10)),
+                )
+                .await
+            })
+        };
+        while lock.inspect().await.unwrap().waiting_writers < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        lock.release(&holder).await.unwrap();
+        assert_eq!(lock.hold_count(&gone).await.unwrap(), 1);
+        withdraw(&lock, "gone", "gone-1:gone").await.unwrap();
+        let hold = waiting.await.unwrap().unwrap();
+        assert_eq!(hold.hold_count(), 1);
+        assert!(lock.is_held_by(&next).await.unwrap());
     }
 }

@@ -3,6 +3,6 @@
 --[[helpers]]
 purge()
 local held = redis.call('EXISTS', H)
-redis.call('DEL', H, Z, W, WR)
+redis.call('DEL', H, Z, W, WR, WI)
 redis.call('PUBLISH', ARGV[1], 'released')
 return held

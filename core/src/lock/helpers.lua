@@ -1,6 +1,19 @@
 -- Helpers shared by the lock scripts' slow paths (spliced in at --[[helpers]]).
 local waiters = 0 -- set by purge(): how many of W and WR exist
 
+-- The first waiting writer whose announcement is live, and its 'expiry:lease:metadata'. Stale
+-- announcements met at the head are dropped, so a live W always has a live head.
+local function first_writer()
+  while true do
+    local head = redis.call('ZRANGE', W, 0, 0)
+    if #head == 0 then return nil end
+    local info = redis.call('HGET', WI, head[1])
+    if info and tonumber(string.match(info, '^(%d+):')) > now() then return head[1], info end
+    redis.call('ZREM', W, head[1])
+    redis.call('HDEL', WI, head[1])
+  end
+end
+
 -- Drops readers (and a Z-tracked writer) whose lease ended, and stale announcements: each
 -- holder costs O(log n) once, so no call ever scans all readers.
 local function purge()
@@ -8,7 +21,7 @@ local function purge()
   if #first > 0 and tonumber(first[2]) <= now() then
     for _, member in ipairs(redis.call('ZRANGEBYSCORE', Z, '-inf', now())) do
       if member == 'w' then
-        redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm')
+        redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'wg')
       else
         local tok = string.sub(member, 3)
         redis.call('HDEL', H, 'rc:' .. tok, 'rf:' .. tok, 'rm:' .. tok)
@@ -23,7 +36,7 @@ local function purge()
   end
   waiters = redis.call('EXISTS', W, WR)
   if waiters > 0 then
-    redis.call('ZREMRANGEBYSCORE', W, '-inf', now())
+    first_writer()
     redis.call('ZREMRANGEBYSCORE', WR, '-inf', now())
     waiters = redis.call('EXISTS', W, WR)
   end
@@ -47,7 +60,39 @@ local function writer_expiry()
   return now() + math.max(redis.call('PTTL', H), 0)
 end
 
--- Announce a waiter in a zset that lives as long as its latest announcement.
+-- Announce a waiting writer: its place in the queue is kept from its first announcement on,
+-- while its expiry, lease and metadata (for a grant) are renewed.
+local function announce_writer(member, ttl, lease, meta)
+  redis.call('ZADD', W, 'NX', now(), member)
+  redis.call('HSET', WI, member, (now() + ttl) .. ':' .. lease .. ':' .. meta)
+  for _, key in ipairs({W, WI}) do
+    if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+  end
+end
+
+-- A writer stops waiting (acquired, gave up, or was granted the lock).
+local function forget_writer(member)
+  redis.call('ZREM', W, member)
+  redis.call('HDEL', WI, member)
+end
+
+-- Hands the free lock to the first waiting writer and publishes the grant, so that waiter is
+-- in without another round trip. Returns false when no writer waits.
+local function grant_next(channel)
+  local member, info = first_writer()
+  if not member then return false end
+  local _, lease, meta = string.match(info, '^(%d+):(%d+):(.*)$')
+  local tok = string.match(member, '^[^:]*:(.*)$')
+  forget_writer(member)
+  local fence = redis.call('INCR', FENCE)
+  redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta, 'wg', member)
+  redis.call('PEXPIRE', H, lease)
+  redis.call('PUBLISH', channel, 'g:' .. fence .. ':' .. member)
+  return true
+end
+
+-- Announce a waiting reader (or the readers' turn) in WR, which lives as long as its latest
+-- announcement.
 local function announce(zset, member, ttl)
   redis.call('ZADD', zset, now() + ttl, member)
   local last = redis.call('ZRANGE', zset, -1, -1, 'WITHSCORES')

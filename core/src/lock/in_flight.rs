@@ -25,6 +25,8 @@ pub(super) struct AttemptCall {
     pub lease_ms: u64,
     pub meta: String,
     pub announce_ms: u64,
+    /// This acquire call's waiter id (see `PubSubHub::waiter_id`).
+    pub waiter: String,
 }
 
 /// The reply of one acquire script call; undone in the background if dropped before it.
@@ -32,6 +34,7 @@ pub(super) struct InFlightAttempt {
     call: Option<Call>,
     lock: Lock,
     owner: Owner,
+    waiter: String,
     announced: bool,
     runtime: tokio::runtime::Handle,
 }
@@ -40,22 +43,24 @@ impl InFlightAttempt {
     /// Starts the call (it is sent on the first poll). Must run inside a tokio runtime.
     pub fn start(lock: &Lock, owner: &Owner, args: AttemptCall) -> Self {
         let announced = args.announce_ms > 0;
+        let waiter = args.waiter.clone();
         let (script_lock, script_owner) = (lock.clone(), owner.clone());
         let call: Call = Box::pin(async move {
             let mut invocation = script_lock.keyed(&SCRIPTS.acquire);
             invocation
-                .key(&script_lock.keys.fence)
                 .arg(script_lock.mode.as_arg())
                 .arg(script_owner.token())
                 .arg(args.lease_ms)
                 .arg(&args.meta)
-                .arg(args.announce_ms);
+                .arg(args.announce_ms)
+                .arg(&args.waiter);
             script_lock.client.invoke(&invocation).await
         });
         InFlightAttempt {
             call: Some(call),
             lock: lock.clone(),
             owner: owner.clone(),
+            waiter,
             announced,
             runtime: tokio::runtime::Handle::current(),
         }
@@ -80,11 +85,12 @@ impl Drop for InFlightAttempt {
         };
         let lock = self.lock.clone();
         let token = self.owner.token().to_owned();
+        let waiter = std::mem::take(&mut self.waiter);
         let announced = self.announced;
         self.runtime.spawn(async move {
             let undone = match call.await {
                 Ok(reply) if reply.first() == Some(&1) => undo_acquisition(&lock, &token).await,
-                Ok(_) if announced => super::acquire::withdraw(&lock, &token).await,
+                Ok(_) if announced => super::acquire::withdraw(&lock, &token, &waiter).await,
                 Ok(_) => Ok(()),
                 // No reply: nothing is known, and a hold it may have made ends with its lease.
                 Err(e) => Err(e),

@@ -1,4 +1,4 @@
--- Read-only snapshot for admins and alerts. KEYS[5] fencing counter. ARGV: most holders to list.
+-- Read-only snapshot for admins and alerts. ARGV: most holders to list.
 -- Returns {now ms, last fence, waiting writers, live holders,
 --          {{mode, token, count, fence, meta, ms left}...}, waiting readers}.
 --[[helpers]]
@@ -25,8 +25,8 @@ end
 local readers = redis.call('ZCOUNT', Z, '(' .. now(), '+inf')
 if redis.call('ZSCORE', Z, 'w') then readers = readers - 1 end
 live = live + math.max(readers, 0)
-local fence = tonumber(redis.call('GET', KEYS[5]) or '0')
-local waiting = redis.call('ZCOUNT', W, '(' .. now(), '+inf')
+local fence = tonumber(redis.call('GET', FENCE) or '0')
+local waiting = redis.call('ZCARD', W) -- may count announcements that ran out behind a live one
 local waiting_r = redis.call('ZCOUNT', WR, '(' .. now(), '+inf')
 if redis.call('ZSCORE', WR, 'turn') then waiting_r = waiting_r - 1 end
 return {now(), fence, waiting, live, holders, math.max(waiting_r, 0)}

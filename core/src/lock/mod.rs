@@ -258,7 +258,7 @@ impl Lock {
     pub async fn inspect(&self) -> Result<LockInfo> {
         const LISTED: u32 = 100;
         let mut invocation = self.keyed(&SCRIPTS.inspect);
-        invocation.key(&self.keys.fence).arg(LISTED);
+        invocation.arg(LISTED);
         type Row = (String, String, u32, u64, String, i64);
         type Reply = (u64, u64, u64, u64, Vec<Row>, u64);
         let (now, last_fence, waiting, live, rows, waiting_readers): Reply =
@@ -324,14 +324,16 @@ impl Lock {
         }
     }
 
-    /// A script invocation with this name's four state keys.
+    /// A script invocation with this name's keys, in the order `prelude.lua` names them.
     fn keyed<'a>(&'a self, script: &'a redis::Script) -> redis::ScriptInvocation<'a> {
         let mut invocation = script.prepare_invoke();
         invocation
             .key(&self.keys.state)
             .key(&self.keys.expiries)
             .key(&self.keys.waiting_writers)
-            .key(&self.keys.waiting_readers);
+            .key(&self.keys.waiting_readers)
+            .key(&self.keys.waiter_info)
+            .key(&self.keys.fence);
         invocation
     }
 

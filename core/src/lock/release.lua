@@ -1,13 +1,14 @@
 -- Release one hold. ARGV: mode, owner token, wake-up channel, readers' turn ms.
 -- Returns {1, holds left for this owner} | {0} when the owner does not hold the lock in this mode.
--- The release is always published: a waiter may be listening without having announced itself
--- (a queue head that knows the lock was just taken waits for this message instead of trying).
+-- A lock this frees goes at once to the first waiting writer (published as 'g:FENCE:WAITER');
+-- otherwise the release is published ('released'): a waiter may be listening without having
+-- announced itself (a reader, or a queue head that waits for this message instead of trying).
 local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
 
--- Fast path: a lone writer with one hold, no reader waiting for a turn.
+-- Fast path: a lone writer with one hold, nobody waiting and no reader waiting for a turn.
 if mode == 'w' then
   local state = redis.call('HMGET', H, 'wo', 'wc')
-  if state[1] == tok and state[2] == '1' and redis.call('EXISTS', Z, WR) == 0 then
+  if state[1] == tok and state[2] == '1' and redis.call('EXISTS', Z, W, WR) == 0 then
     redis.call('DEL', H)
     redis.call('PUBLISH', channel, 'released')
     return {1, 0}
@@ -29,16 +30,20 @@ local left = redis.call('HINCRBY', H, count_field, -1)
 if left > 0 then return {1, left} end
 
 local readers_left = 0
+local readers_turn = false
 if mode == 'w' then
   if redis.call('EXISTS', Z) == 0 then
     redis.call('DEL', H) -- a lone writer: no readers without Z
   else
-    redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm')
+    redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'wg')
     redis.call('ZREM', Z, 'w')
     refresh_ttl()
   end
   -- Readers that waited through this write get their turn before the next writer.
-  if waiting_readers() > 0 then announce(WR, 'turn', tonumber(ARGV[4])) end
+  if waiting_readers() > 0 then
+    announce(WR, 'turn', tonumber(ARGV[4]))
+    readers_turn = true
+  end
 else
   redis.call('HDEL', H, count_field, 'rf:' .. tok, 'rm:' .. tok)
   readers_left = redis.call('HINCRBY', H, 'n', -1)
@@ -48,6 +53,9 @@ else
 end
 -- Only a change that can let a waiter in is announced: a writer left, or the last reader did.
 if readers_left <= 0 then
-  redis.call('PUBLISH', channel, 'released')
+  local free = redis.call('EXISTS', H) == 0
+  if readers_turn or not free or not grant_next(channel) then
+    redis.call('PUBLISH', channel, 'released')
+  end
 end
 return {1, 0}

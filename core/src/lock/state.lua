@@ -13,5 +13,5 @@ local my_write, my_read = 0, 0
 if live('w') then readers = readers - 1 end
 if write_held and writer == tok then my_write = tonumber(redis.call('HGET', H, 'wc')) end
 if live('r:' .. tok) then my_read = tonumber(redis.call('HGET', H, 'rc:' .. tok)) end
-local waiting = redis.call('ZCOUNT', W, '(' .. now(), '+inf')
+local waiting = redis.call('ZCARD', W)
 return {write_held and 1 or 0, readers, my_write, my_read, waiting}

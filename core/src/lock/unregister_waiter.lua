@@ -1,10 +1,28 @@
--- A waiter stops waiting (gave up or was cancelled). ARGV: mode, owner token, wake-up channel.
--- Whoever queued behind its announcement is woken when it was the last of its kind.
+-- A waiter stops waiting (gave up or was cancelled). ARGV: mode, owner token, wake-up channel,
+-- waiter id. A lock granted to it meanwhile goes to the next writer; whoever queued behind its
+-- announcement is woken when it was the last of its kind.
 --[[helpers]]
-local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
+local mode, tok, channel, waiter = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 waiters = 1 -- waiting_readers() below must look
 if mode == 'w' then
-  if redis.call('ZREM', W, tok) == 1 and redis.call('EXISTS', W) == 0 then
+  local queued = redis.call('ZREM', W, waiter) == 1
+  redis.call('HDEL', WI, waiter)
+  if redis.call('HGET', H, 'wg') == waiter then
+    -- Granted before it heard: give back the one hold the grant made.
+    redis.call('HDEL', H, 'wg')
+    if redis.call('HINCRBY', H, 'wc', -1) <= 0 then
+      if redis.call('EXISTS', Z) == 0 then
+        redis.call('DEL', H)
+      else -- the owner also reads (through another call): only the write hold goes
+        redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm')
+        redis.call('ZREM', Z, 'w')
+        refresh_ttl()
+      end
+      if redis.call('EXISTS', H) == 1 or not grant_next(channel) then
+        redis.call('PUBLISH', channel, 'released')
+      end
+    end
+  elseif queued and redis.call('EXISTS', W) == 0 then
     redis.call('PUBLISH', channel, 'released')
   end
 elseif redis.call('ZREM', WR, 'r:' .. tok) == 1 and waiting_readers() == 0 then

@@ -1,0 +1,151 @@
+//! Grants: a release hands the lock to the first waiting writer, in arrival order, and the
+//! waiter is in without another round trip.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use redlock_core::Owner;
+
+/// `calls=` of `cmdstat_evalsha` in INFO commandstats.
+fn evalsha_calls(server: &RedisServer) -> u64 {
+    let info = server.command(&["INFO", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_of_different_clients_get_a_freed_lock_in_arrival_order() {
+    let server = RedisServer::start();
+    let holder_client = connect(&server).await;
+    let lock = holder_client.lock("fifo").unwrap();
+    let holder = Owner::random();
+    lock.acquire(&holder, NOW, Some(ms(30_000))).await.unwrap();
+
+    // Re-checks a minute apart: only grants (and the order of the queue) decide who is next.
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut waiters = Vec::new();
+    for i in 0..4 {
+        let client = builder(&server)
+            .recheck_interval(Duration::from_secs(60))
+            .connect()
+            .await
+            .unwrap();
+        let (waiter_lock, order) = (client.lock("fifo").unwrap(), order.clone());
+        waiters.push(tokio::spawn(async move {
+            let me = Owner::random();
+            let hold = waiter_lock
+                .acquire(&me, Some(Duration::from_secs(20)), Some(ms(30_000)))
+                .await
+                .unwrap();
+            order.lock().unwrap().push((i, hold.fencing_token()));
+            waiter_lock.release(&me).await.unwrap();
+            drop(client);
+        }));
+        while lock.inspect().await.unwrap().waiting_writers < i + 1 {
+            tokio::time::sleep(ms(2)).await;
+        }
+        // Arrival is kept in milliseconds: make each arrival a later one.
+        tokio::time::sleep(ms(3)).await;
+    }
+    lock.release(&holder).await.unwrap();
+    for w in waiters {
+        w.await.unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    let arrivals: Vec<u64> = order.iter().map(|(i, _)| *i).collect();
+    assert_eq!(arrivals, [0, 1, 2, 3]);
+    assert!(order.windows(2).all(|w| w[0].1 < w[1].1), "{order:?}");
+    assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_waiter_is_in_without_another_round_trip() {
+    let server = RedisServer::start();
+    let holder_client = connect(&server).await;
+    let waiter_client = builder(&server)
+        .recheck_interval(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let lock = holder_client.lock("one-trip").unwrap();
+    let holder = Owner::random();
+    // Once before, so that the release script is loaded (a first EVALSHA fails with NOSCRIPT).
+    lock.acquire(&holder, NOW, Some(ms(30_000))).await.unwrap();
+    lock.release(&holder).await.unwrap();
+    lock.acquire(&holder, NOW, Some(ms(30_000))).await.unwrap();
+    let waiter_lock = waiter_client.lock("one-trip").unwrap();
+    let stats = waiter_lock.clone();
+    let waiting = tokio::spawn(async move {
+        waiter_lock
+            .acquire(
+                &Owner::random(),
+                Some(Duration::from_secs(10)),
+                Some(ms(30_000)),
+            )
+            .await
+    });
+    // Its first attempt, and the one it makes once subscribed (a grant published before it
+    // listened would be missed), both found the lock taken.
+    while stats.stats().failed_attempts < 2 {
+        tokio::time::sleep(ms(2)).await;
+    }
+    let before = evalsha_calls(&server);
+    lock.release(&holder).await.unwrap();
+    let hold = waiting.await.unwrap().unwrap();
+    // The release was the only script call: the waiter learnt of its grant by pub/sub.
+    assert_eq!(evalsha_calls(&server) - before, 1);
+    assert_eq!(hold.hold_count(), 1);
+    assert_eq!(
+        lock.inspect().await.unwrap().last_fencing_token,
+        hold.fencing_token()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_writers_are_granted_the_lock_while_queued_behind_the_gate() {
+    // Eight tasks of one client: after a release the next holder needs no attempt of its own,
+    // so each section costs its first attempt and its release.
+    let server = RedisServer::start();
+    let client = builder(&server)
+        .recheck_interval(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let inside = Arc::new(Mutex::new(0u32));
+    let before = evalsha_calls(&server);
+    let mut tasks = Vec::new();
+    const SECTIONS: u64 = 50;
+    for _ in 0..8 {
+        let (lock, inside) = (client.lock("gate").unwrap(), inside.clone());
+        tasks.push(tokio::spawn(async move {
+            let me = Owner::random();
+            for _ in 0..SECTIONS {
+                lock.acquire(&me, Some(Duration::from_secs(30)), Some(ms(30_000)))
+                    .await
+                    .unwrap();
+                {
+                    let mut n = inside.lock().unwrap();
+                    *n += 1;
+                    assert_eq!(*n, 1, "two holders at once");
+                }
+                tokio::task::yield_now().await;
+                *inside.lock().unwrap() -= 1;
+                lock.release(&me).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let per_section = (evalsha_calls(&server) - before) as f64 / (8 * SECTIONS) as f64;
+    assert!(
+        per_section <= 2.5,
+        "{per_section:.2} script calls per section"
+    );
+    assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
+}
