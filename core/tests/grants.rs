@@ -49,8 +49,6 @@ async fn writers_of_different_clients_get_a_freed_lock_in_arrival_order() {
         while lock.inspect().await.unwrap().waiting_writers < i + 1 {
             tokio::time::sleep(ms(2)).await;
         }
-        // Arrival is kept in milliseconds: make each arrival a later one.
-        tokio::time::sleep(ms(3)).await;
     }
     lock.release(&holder).await.unwrap();
     for w in waiters {

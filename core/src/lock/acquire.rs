@@ -620,4 +620,29 @@ mod grant_tests {
         assert_eq!(hold.hold_count(), 1);
         assert!(lock.is_held_by(&next).await.unwrap());
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_waiter_whose_announcement_ran_out_is_not_granted_the_lock() {
+        let server = RedisServer::start();
+        let client = Client::connect(&server.url()).await.unwrap();
+        let lock = client.lock("grants").unwrap();
+        let holder = Owner::random();
+        lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
+            .await
+            .unwrap();
+        let gone = Owner::from_token("gone").unwrap();
+        let mut announcement = Announcement::new(&lock, &gone, "gone-1:gone");
+        let args = AttemptArgs {
+            announce_ms: 20,
+            ..announced_attempt(&gone, "gone-1:gone")
+        };
+        lock.attempt(&args, &mut announcement).await.unwrap();
+        announcement.disarm();
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        lock.release(&holder).await.unwrap();
+        assert!(!lock.is_locked().await.unwrap());
+        assert_eq!(lock.hold_count(&gone).await.unwrap(), 0);
+        let keys = server.command(&["KEYS", "*"]);
+        assert!(!keys.contains("grants"), "keys left behind: {keys}");
+    }
 }

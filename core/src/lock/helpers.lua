@@ -63,7 +63,7 @@ end
 -- Announce a waiting writer: its place in the queue is kept from its first announcement on,
 -- while its expiry, lease and metadata (for a grant) are renewed.
 local function announce_writer(member, ttl, lease, meta)
-  redis.call('ZADD', W, 'NX', now(), member)
+  redis.call('ZADD', W, 'NX', now_us(), member)
   redis.call('HSET', WI, member, (now() + ttl) .. ':' .. lease .. ':' .. meta)
   for _, key in ipairs({W, WI}) do
     if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end

@@ -1,6 +1,6 @@
 -- Shared by every lock script (prepended at build time). Layout: see src/keys.rs.
 -- KEYS[1] state hash H, KEYS[2] holder expiries zset Z, KEYS[3] waiting writers zset W
--- (waiter ids 'N:T' scored by arrival ms: the queue order), KEYS[4] waiting readers zset WR
+-- (waiter ids 'N:T' scored by arrival µs: the queue order), KEYS[4] waiting readers zset WR
 -- (members 'r:T', plus 'turn' while readers have their turn), KEYS[5] hash WI of the waiting
 -- writers' 'expiry:lease:metadata', KEYS[6] the slot's fencing counter FENCE.
 --
@@ -14,12 +14,18 @@
 -- only what exists. The helpers (helpers.lua) are spliced in where a script says --[[helpers]],
 -- after its fast path: creating them costs a few µs the common case need not pay.
 local H, Z, W, WR, WI, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local clock
+local clock, clock_us
 -- Redis' clock in ms, read once per script and only when needed.
 local function now()
   if not clock then
     local t = redis.call('TIME')
-    clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    clock_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    clock = math.floor(clock_us / 1000)
   end
   return clock
+end
+-- The same clock in µs (exact in a double): orders arrivals of waiters within one ms.
+local function now_us()
+  now()
+  return clock_us
 end

@@ -4,19 +4,42 @@
 -- otherwise the release is published ('released'): a waiter may be listening without having
 -- announced itself (a reader, or a queue head that waits for this message instead of trying).
 local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
+local freed = false -- the fast path freed the lock but found only stale announcements
 
--- Fast path: a lone writer with one hold, nobody waiting and no reader waiting for a turn.
+-- Fast path: a lone writer with one hold and no reader waiting for a turn. The lock goes to
+-- the first waiting writer whose announcement is live (stale ones are left to the slow path).
 if mode == 'w' then
   local state = redis.call('HMGET', H, 'wo', 'wc')
-  if state[1] == tok and state[2] == '1' and redis.call('EXISTS', Z, W, WR) == 0 then
+  if state[1] == tok and state[2] == '1' and redis.call('EXISTS', Z, WR) == 0 then
     redis.call('DEL', H)
-    redis.call('PUBLISH', channel, 'released')
-    return {1, 0}
+    local head = redis.call('ZRANGE', W, 0, 0)
+    if #head == 0 then
+      redis.call('PUBLISH', channel, 'released')
+      return {1, 0}
+    end
+    local info = redis.call('HGET', WI, head[1])
+    local expiry, lease, meta = string.match(info or '', '^(%d+):(%d+):(.*)$')
+    if expiry and tonumber(expiry) > now() then
+      local waiter = head[1]
+      redis.call('ZREM', W, waiter)
+      redis.call('HDEL', WI, waiter)
+      local fence = redis.call('INCR', FENCE)
+      local owner = string.match(waiter, '^[^:]*:(.*)$')
+      redis.call('HSET', H, 'wo', owner, 'wc', 1, 'wf', fence, 'wm', meta, 'wg', waiter)
+      redis.call('PEXPIRE', H, lease)
+      redis.call('PUBLISH', channel, 'g:' .. fence .. ':' .. waiter)
+      return {1, 0}
+    end
+    freed = true -- the head's announcement ran out: the slow path looks further
   end
 end
 
 --[[helpers]]
 purge()
+if freed then
+  if not grant_next(channel) then redis.call('PUBLISH', channel, 'released') end
+  return {1, 0}
+end
 
 local count_field = 'rc:' .. tok
 if mode == 'w' then
