@@ -2,13 +2,17 @@
 python-redis-lock and pottery's Redlock.
 
 Uncontended: acquire+release cycles of one thread (cycles/s, p50/p99 of one cycle).
-Contended: 4 processes x 500 sections of one lock (sections/s, wait p50/p99/max, how often the
-lock changes hands, Redis commands per section from INFO commandstats, which counts the commands
-run inside Lua scripts too). One more untimed contended run per library under MONITOR splits
-them into round trips (commands sent by clients) and commands run by scripts.
-Runs are interleaved (the library order rotates every repetition) and medians are reported.
+Contended: 4 processes x N sections of one lock (sections/s, wait p50/p99/max, how often the
+lock changes hands, hand-off time from a release to the acquire of a holder that was already
+waiting, Redis commands per section from INFO commandstats, which counts the commands run inside
+Lua scripts too). One more untimed contended run per library under MONITOR splits them into
+round trips (commands sent by clients) and commands run by scripts. 1000 PINGs with redis-py
+give the round-trip time that the hand-off is compared with.
+Runs are interleaved (the library order rotates every repetition); throughput figures are
+medians of the repetitions, latency and wait figures are over the samples of all repetitions.
 
     python bench/python/bench.py [--reps 3] [--cycles 2000] [--sections 500] [--json out.json]
+        [--fragments DIR]   # writes P2-python.json and P4-python.json (bench/FRAGMENTS.md)
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import random
+import re
 import socket
 import statistics
 import sys
@@ -30,6 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python-demo"))
 from _server import redis_url
 
 PROCESSES = 4
+OURS = "redlock_sdk"
+PEER = "redis-py Lock"  # what the P2 headline divides by
+PINGS = 1000
+SAMPLES = 2000  # latency samples kept per series in a fragment
 
 # -- the libraries, each as: make(url, name) -> (acquire, release) --------------------------
 
@@ -61,8 +71,8 @@ def pottery_redlock(url: str, name: str) -> tuple[Callable, Callable]:
 
 
 LIBRARIES = {
-    "redlock_sdk": redlock_sdk_lock,
-    "redis-py Lock": redis_py_lock,
+    OURS: redlock_sdk_lock,
+    PEER: redis_py_lock,
     "python-redis-lock": python_redis_lock,
     "pottery Redlock": pottery_redlock,
 }
@@ -75,7 +85,21 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def uncontended(make, url: str, cycles: int) -> dict:
+def ping_rtts_us(url: str, count: int = PINGS) -> list[float]:
+    """Round trips of redis-py PINGs on one connection, in µs."""
+    r = redis.Redis.from_url(url)
+    for _ in range(100):
+        r.ping()
+    times = []
+    for _ in range(count):
+        t0 = time.perf_counter_ns()
+        r.ping()
+        times.append((time.perf_counter_ns() - t0) / 1e3)
+    return times
+
+
+def uncontended(make, url: str, cycles: int) -> tuple[dict, list[float]]:
+    """One repetition: its summary and the time of every cycle in µs."""
     acquire, release = make(url, "uncontended")
     for _ in range(100):  # warm up connections and script caches
         acquire()
@@ -86,27 +110,30 @@ def uncontended(make, url: str, cycles: int) -> dict:
         t0 = time.perf_counter()
         acquire()
         release()
-        times.append(time.perf_counter() - t0)
+        times.append((time.perf_counter() - t0) * 1e6)
     elapsed = time.perf_counter() - started
-    return {
+    summary = {
         "cycles_per_s": cycles / elapsed,
-        "p50_us": percentile(times, 50) * 1e6,
-        "p99_us": percentile(times, 99) * 1e6,
+        "p50_us": percentile(times, 50),
+        "p99_us": percentile(times, 99),
     }
+    return summary, times
 
 
 def contender(make, url: str, sections: int, start, out) -> None:
+    """One process: per section the wall-clock ns when it asked, held, and started releasing."""
     acquire, release = make(url, "contended")
     acquire()
     release()
     start.wait()
     rows = []
     for _ in range(sections):
-        t0 = time.monotonic()
+        asked = time.time_ns()
         acquire()
-        t1 = time.monotonic()
+        acquired = time.time_ns()
+        releasing = time.time_ns()
         release()
-        rows.append((t1, t1 - t0))
+        rows.append((asked, acquired, releasing))
     out.put(rows)
 
 
@@ -115,7 +142,8 @@ def command_count(r: redis.Redis) -> int:
     return sum(v["calls"] for k, v in stats.items() if k != "cmdstat_info")
 
 
-def contended(make, url: str, sections: int) -> dict:
+def contended(make, url: str, sections: int) -> tuple[dict, dict]:
+    """One repetition: its summary, and its samples (waits and hand-offs in µs)."""
     ctx = multiprocessing.get_context("fork")
     start = ctx.Event()
     out = ctx.Queue()
@@ -135,18 +163,31 @@ def contended(make, url: str, sections: int) -> dict:
     after = command_count(admin)
     for w in workers:
         w.join(60)
-    timeline = sorted((t, pid) for pid, rows in enumerate(results) for t, _ in rows)
-    handoffs = sum(1 for i in range(1, len(timeline)) if timeline[i][1] != timeline[i - 1][1])
-    waits = [w for rows in results for _, w in rows]
+    # (acquired, asked, release started, process) in the order the lock was taken
+    timeline = sorted(
+        (acquired, asked, releasing, pid)
+        for pid, rows in enumerate(results)
+        for asked, acquired, releasing in rows
+    )
+    hand_changes = 0
+    handoffs = []  # release start -> next acquire, when the next holder was already waiting
+    for prev, cur in zip(timeline, timeline[1:]):
+        hand_changes += cur[3] != prev[3]
+        if cur[1] <= prev[2]:
+            handoffs.append((cur[0] - prev[2]) / 1e3)
+    waits = [(acquired - asked) / 1e3 for acquired, asked, _, _ in timeline]
     total = PROCESSES * sections
-    return {
+    summary = {
         "sections_per_s": total / (ended - began),
-        "wait_p50_ms": percentile(waits, 50) * 1e3,
-        "wait_p99_ms": percentile(waits, 99) * 1e3,
-        "wait_max_ms": max(waits) * 1e3,
-        "handoffs": handoffs,
+        "wait_p50_ms": percentile(waits, 50) / 1e3,
+        "wait_p99_ms": percentile(waits, 99) / 1e3,
+        "wait_max_ms": max(waits) / 1e3,
+        "handoffs": hand_changes,
         "commands_per_section": (after - before) / total,
     }
+    if handoffs:
+        summary["handoff_p50_us"] = percentile(handoffs, 50)
+    return summary, {"waits_us": waits, "handoffs_us": handoffs}
 
 
 class MonitorCount:
@@ -155,8 +196,8 @@ class MonitorCount:
 
     END = "bench-monitor-end"
 
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port))
+    def __init__(self, host: str, port: int) -> None:
+        self.sock = socket.create_connection((host, port))
         self.sock.sendall(b"MONITOR\r\n")
         self.file = self.sock.makefile("rb")
         assert self.file.readline().startswith(b"+OK")
@@ -181,7 +222,8 @@ class MonitorCount:
 
 def round_trips(make, url: str, sections: int) -> dict:
     admin = redis.Redis.from_url(url)
-    monitor = MonitorCount(admin.connection_pool.connection_kwargs["port"])
+    kwargs = admin.connection_pool.connection_kwargs
+    monitor = MonitorCount(kwargs.get("host", "127.0.0.1"), kwargs["port"])
     contended(make, url, sections)
     monitor.stop(admin)
     total = PROCESSES * sections
@@ -192,40 +234,228 @@ def round_trips(make, url: str, sections: int) -> dict:
 
 
 def medians(runs: list[dict]) -> dict:
-    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    keys = [k for k in runs[0] if all(k in r for r in runs)]
+    return {k: statistics.median(r[k] for r in runs) for k in keys}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--cycles", type=int, default=2000)
-    parser.add_argument("--sections", type=int, default=500)
+    parser.add_argument(
+        "--sections", type=int, help="per process (default 500; 1000 with --fragments)"
+    )
     parser.add_argument("--only", nargs="*", default=list(LIBRARIES))
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--fragments", type=Path, metavar="DIR", help="write P2-python.json, P4-python.json"
+    )
     args = parser.parse_args()
+    if args.sections is None:
+        args.sections = 1000 if args.fragments else 500
     names = [n for n in LIBRARIES if n in args.only]
     runs: dict[str, dict[str, list[dict]]] = {
         n: {"uncontended": [], "contended": []} for n in names
     }
+    samples: dict[str, dict[str, list[float]]] = {
+        n: {"cycles_us": [], "waits_us": [], "handoffs_us": []} for n in names
+    }
     with redis_url() as url:
+        host = redis.Redis.from_url(url).connection_pool.connection_kwargs.get("host")
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise SystemExit(f"only a loopback redis-server is benchmarked here, not {host}")
+        pings = ping_rtts_us(url)
         for rep in range(args.reps):
             order = names[rep % len(names) :] + names[: rep % len(names)]
             for name in order:
                 make = LIBRARIES[name]
-                runs[name]["uncontended"].append(uncontended(make, url, args.cycles))
-                runs[name]["contended"].append(contended(make, url, args.sections))
+                summary, cycles_us = uncontended(make, url, args.cycles)
+                runs[name]["uncontended"].append(summary)
+                samples[name]["cycles_us"] += cycles_us
+                summary, rows = contended(make, url, args.sections)
+                runs[name]["contended"].append(summary)
+                samples[name]["waits_us"] += rows["waits_us"]
+                samples[name]["handoffs_us"] += rows["handoffs_us"]
                 print(f"rep {rep + 1}/{args.reps} {name}: done", file=sys.stderr, flush=True)
         report = {n: {kind: medians(r) for kind, r in runs[n].items()} for n in names}
         for name in names:  # untimed: MONITOR slows Redis down
             report[name]["monitored"] = round_trips(LIBRARIES[name], url, args.sections)
-    print_report(report, args)
+    ping_p50 = percentile(pings, 50)
+    for name in names:  # figures over the samples of every repetition
+        s = samples[name]
+        report[name]["uncontended"].update(
+            p50_us=percentile(s["cycles_us"], 50), p99_us=percentile(s["cycles_us"], 99)
+        )
+        waits = s["waits_us"]
+        pooled = {
+            "wait_p50_ms": percentile(waits, 50) / 1e3,
+            "wait_p99_ms": percentile(waits, 99) / 1e3,
+            "wait_max_ms": max(waits) / 1e3,
+        }
+        if s["handoffs_us"]:
+            pooled["handoff_p50_us"] = percentile(s["handoffs_us"], 50)
+            pooled["handoff_p50_rtt"] = pooled["handoff_p50_us"] / ping_p50
+        report[name]["contended"].update(pooled)
+    print_report(report, args, pings)
     if args.json:
         args.json.write_text(json.dumps({"medians": report, "runs": runs}, indent=2))
+    if args.fragments:
+        for path in write_fragments(args, names, runs, report, samples, pings):
+            print(f"wrote {path}", file=sys.stderr)
 
 
-def print_report(report: dict, args) -> None:
-    base = report.get("redis-py Lock")
-    print(f"\nmedians of {args.reps} interleaved runs, one redis-server on 127.0.0.1")
+# -- fragments (bench/FRAGMENTS.md) -------------------------------------------------------------
+
+
+def spread(values: list[float]) -> dict:
+    return {
+        "runs": [round(v, 1) for v in values],
+        "median": round(statistics.median(values), 1),
+        "min": round(min(values), 1),
+        "max": round(max(values), 1),
+    }
+
+
+def latency(values_us: list[float]) -> dict:
+    kept = values_us if len(values_us) <= SAMPLES else random.Random(0).sample(values_us, SAMPLES)
+    return {
+        "p50": round(percentile(values_us, 50), 1),
+        "p99": round(percentile(values_us, 99), 1),
+        "max": round(max(values_us), 1),
+        "samples": [round(v, 1) for v in kept],
+    }
+
+
+NUMBER_LIST = re.compile(r"\[\s*((?:-?[\d.eE+-]+,\s*)*-?[\d.eE+-]+)\s*\]")  # one line each
+
+
+def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
+    args.fragments.mkdir(parents=True, exist_ok=True)
+    ping = {k: round(percentile(pings, p), 1) for k, p in (("p50", 50), ("p99", 99))}
+    ping["count"] = len(pings)
+    defaults = (
+        "defaults of every library (redlock_sdk: watchdog-kept holds; redis-py: 100 ms polling;"
+        " python-redis-lock: BLPOP hand-off; pottery: single-master Redlock)"
+    )
+
+    # P2: uncontended acquire+release
+    series = []
+    for name in names:
+        per_rep = [r["cycles_per_s"] for r in runs[name]["uncontended"]]
+        series.append(
+            {
+                "library": name,
+                "metric": "cycles/s",
+                "better": "higher",
+                **spread(per_rep),
+                "latency_us": latency(samples[name]["cycles_us"]),
+            }
+        )
+    by_name = {s["library"]: s for s in series}
+    value = None
+    if OURS in by_name and PEER in by_name:
+        value = round(by_name[OURS]["median"] / by_name[PEER]["median"], 3)
+        for s in series:
+            s["extra"] = {"vs_redis_py": round(s["median"] / by_name[PEER]["median"], 3)}
+    p2 = {
+        "goal": "P2",
+        "title": "Python: uncontended acquire+release",
+        "target": ">= 1.5x redis-py",
+        "headline": {
+            "label": f"{OURS} / {PEER} (median cycles/s)",
+            "value": value,
+            "met": value is not None and value >= 1.5,
+        },
+        "series": series,
+        "ping_rtt_us": ping,
+        "notes": (
+            f"{args.reps} interleaved repetitions (order rotating) of {args.cycles} "
+            f"acquire+release cycles of one thread per library, after 100 warm-up cycles; "
+            f"latency = one cycle, over all repetitions; headline over redis-py's Lock; "
+            f"{defaults}; one redis-server on 127.0.0.1"
+        ),
+    }
+
+    # P4: contended sections
+    series = []
+    for name in names:
+        c, m = report[name]["contended"], report[name]["monitored"]
+        extra = {
+            "wait_p50_ms": round(c["wait_p50_ms"], 3),
+            "wait_p99_ms": round(c["wait_p99_ms"], 3),
+            "wait_max_ms": round(c["wait_max_ms"], 3),
+            "hand_changes": c["handoffs"],
+            "redis_cmds_per_section": round(m["round_trips_per_section"], 3),
+            "script_cmds_per_section": round(m["script_commands_per_section"], 3),
+            "commandstats_per_section": round(c["commands_per_section"], 3),
+        }
+        if "handoff_p50_us" in c:
+            extra["handoff_p50_us"] = round(c["handoff_p50_us"], 1)
+            extra["handoff_p50_rtt"] = round(c["handoff_p50_rtt"], 3)
+        extra["handoffs_counted"] = len(samples[name]["handoffs_us"])
+        per_rep = [r["sections_per_s"] for r in runs[name]["contended"]]
+        series.append(
+            {
+                "library": name,
+                "metric": "sections/s",
+                "better": "higher",
+                **spread(per_rep),
+                "latency_us": latency(samples[name]["waits_us"]),
+                "extra": extra,
+            }
+        )
+    ours = next((s["extra"] for s in series if s["library"] == OURS), None)
+    value, met = None, False
+    if ours is not None and "handoff_p50_rtt" in ours:
+        value = ours["handoff_p50_rtt"]
+        met = value <= 2 and ours["wait_max_ms"] <= 10 and ours["redis_cmds_per_section"] <= 4
+    p4 = {
+        "goal": "P4",
+        "title": f"Python: contended, {PROCESSES} processes x {args.sections} sections",
+        "target": "hand-off p50 <= 2 RTT, wait max <= 10 ms, <= 4 round trips/section",
+        "headline": {
+            "label": (
+                f"{OURS} hand-off p50 / PING p50 (met: <= 2, with wait max <= 10 ms and"
+                " <= 4 round trips/section)"
+            ),
+            "value": value,
+            "met": met,
+        },
+        "series": series,
+        "ping_rtt_us": ping,
+        "notes": (
+            f"{args.reps} interleaved repetitions of {PROCESSES} processes x {args.sections} "
+            f"empty sections of one lock per library; latency_us = wait from asking to holding; "
+            f"wait figures over all repetitions; hand-off = release start -> next acquire "
+            f"returned, counted when the next holder was already waiting (wall clock "
+            f"time.time_ns in the workers), p50 over all repetitions / p50 of {len(pings)} "
+            f"redis-py PINGs in the same run; hand_changes = median per repetition; "
+            f"redis_cmds_per_section = round trips from one more untimed run under MONITOR; "
+            f"{defaults}"
+        ),
+    }
+    paths = []
+    for fragment in (p2, p4):
+        path = args.fragments / f"{fragment['goal']}-python.json"
+        text = json.dumps(fragment, indent=1, ensure_ascii=False)
+        text = NUMBER_LIST.sub(
+            lambda m: "[" + ", ".join(x.strip() for x in m[1].split(",")) + "]", text
+        )
+        path.write_text(text + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def print_report(report: dict, args, pings: list[float]) -> None:
+    base = report.get(PEER)
+    print(
+        f"\ncycles/s, sections/s, handoffs, cmds/section: medians of {args.reps} interleaved runs;"
+        f" latencies, waits, hand-off: over all runs; one redis-server on 127.0.0.1"
+    )
+    print(
+        f"PING round trip (redis-py, {len(pings)}): p50 {percentile(pings, 50):.0f} us, "
+        f"p99 {percentile(pings, 99):.0f} us"
+    )
     print(f"\nuncontended ({args.cycles} acquire+release cycles, one thread)")
     print(f"{'library':<20}{'cycles/s':>10}{'p50 us':>9}{'p99 us':>9}{'vs redis-py':>13}")
     for name, r in report.items():
@@ -237,15 +467,18 @@ def print_report(report: dict, args) -> None:
     print(f"\ncontended ({PROCESSES} processes x {args.sections} sections)")
     print(
         f"{'library':<20}{'sections/s':>11}{'wait p50 ms':>12}{'p99 ms':>9}{'max ms':>9}"
-        f"{'handoffs':>10}{'cmds/section':>14}{'round trips':>13}{'in scripts':>12}"
+        f"{'handoffs':>10}{'hand-off us':>12}{'/ PING':>8}{'cmds/section':>14}"
+        f"{'round trips':>13}{'in scripts':>12}"
     )
     for name, r in report.items():
         c, m = r["contended"], r["monitored"]
+        handoff = f"{c['handoff_p50_us']:>12.0f}" if "handoff_p50_us" in c else f"{'-':>12}"
+        rtt = f"{c['handoff_p50_rtt']:>8.2f}" if "handoff_p50_rtt" in c else f"{'-':>8}"
         print(
             f"{name:<20}{c['sections_per_s']:>11.0f}{c['wait_p50_ms']:>12.2f}"
             f"{c['wait_p99_ms']:>9.2f}{c['wait_max_ms']:>9.1f}{c['handoffs']:>10.0f}"
-            f"{c['commands_per_section']:>14.2f}{m['round_trips_per_section']:>13.2f}"
-            f"{m['script_commands_per_section']:>12.2f}"
+            f"{handoff}{rtt}{c['commands_per_section']:>14.2f}"
+            f"{m['round_trips_per_section']:>13.2f}{m['script_commands_per_section']:>12.2f}"
         )
 
 
