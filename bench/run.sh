@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# THE bench command (issue 7's goals P1-P7): installs what is missing, starts ONE throwaway
+# redis-server, runs every benchmark against it one after another — Rust (P1, P4, P5, P6, P7),
+# Python (P2, P4), Java (P3, P4), Go (P3b, P4) — each comparison interleaved with its peers on
+# that server, then merges their fragments (bench/FRAGMENTS.md) into
+#   bench/results/<date>.json   every figure of the run, with the machine
+#   bench/results/<date>.md     the table (also printed)
+#   bench/results/<date>.png    latency distributions and throughput per library
+#
+#   bench/run.sh                 full run (about 15 minutes on 2 cores, builds included)
+#   BENCH_QUICK=1 bench/run.sh   a short smoke run (figures too noisy to quote)
+#   BENCH_ONLY="rust go" ...     only some of: rust python java go
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
+
+date_tag="$(date +%F)"
+out="$(mktemp -d -t redlock-bench-XXXXXX)"
+export BENCH_OUT="$out"
+source scripts/lib-redis.sh
+start_throwaway_redis
+export REDIS_URL
+echo "bench: redis-server at $REDIS_URL, fragments in $BENCH_OUT" >&2
+
+only="${BENCH_ONLY:-rust python java go}"
+failed=()
+run_part() { # name, command...
+  local name="$1"
+  shift
+  case " $only " in *" $name "*) ;; *) return 0 ;; esac
+  echo "=== bench: $name" >&2
+  local started=$SECONDS
+  if ! "$@"; then
+    failed+=("$name")
+    echo "bench: $name FAILED (the report covers the other parts)" >&2
+  fi
+  echo "=== bench: $name took $((SECONDS - started)) s" >&2
+}
+run_part rust bench/rust/run.sh
+run_part python bench/python/run.sh
+run_part java scripts/bench-java.sh
+run_part go bench/go/run.sh
+
+machine="$(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; redis-server and every client on the same machine"
+py=.venv-bench/bin/python # has matplotlib (made by bench/python/run.sh)
+[ -x "$py" ] || py=python3
+"$py" bench/report.py "$BENCH_OUT" --out bench/results --date "$date_tag" \
+  --machine "$machine"
+echo "bench: wrote bench/results/$date_tag.{json,md,png}" >&2
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "bench: parts that failed: ${failed[*]}" >&2
+  exit 1
+fi

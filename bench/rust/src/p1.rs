@@ -1,0 +1,174 @@
+//! P1: uncontended acquire+release of one exclusive lock (fixed 10 s lease) against the raw
+//! minimum on a multiplexed redis-rs connection: `SET key token NX PX 10000` + `EVALSHA`
+//! compare-and-delete. Interleaved, the order swapping every repetition, after a warm-up.
+
+use std::time::{Duration, Instant};
+
+use redlock_core::{Client, Lock, Owner};
+
+use crate::common::{
+    Ctx, Fragment, Headline, LEASE, Latency, R, Series, median, percentile, secs, sorted,
+};
+
+const COMPARE_AND_DELETE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+     return redis.call('DEL', KEYS[1]) end return 0";
+
+struct Raw {
+    conn: redis::aio::MultiplexedConnection,
+    script: redis::Script,
+    key: String,
+    token: String,
+}
+
+#[derive(Default)]
+struct Side {
+    rates: Vec<f64>,
+    lat_us: Vec<f64>,
+    p50_us: Vec<f64>,
+    redis_usec: Vec<f64>,
+    round_trips: Vec<f64>,
+}
+
+pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
+    let (reps, cycles, warm) = if ctx.quick {
+        (3, 300, 100)
+    } else {
+        (5, 2000, 300)
+    };
+    println!(
+        "P1 uncontended acquire+release: {reps} reps x {cycles} cycles, interleaved, lease 10 s"
+    );
+    let client = Client::builder(&ctx.url)
+        .prefix(ctx.prefix("p1"))
+        .connect()
+        .await?;
+    let lock = client.lock("uncontended")?;
+    let owner = Owner::random();
+    let mut raw = Raw {
+        conn: redis::Client::open(ctx.url.as_str())?
+            .get_multiplexed_async_connection()
+            .await?,
+        script: redis::Script::new(COMPARE_AND_DELETE),
+        key: format!("{}:raw", ctx.prefix("p1")),
+        token: Owner::random().token().to_owned(),
+    };
+    ours(&lock, &owner, warm).await?;
+    raw_cycles(&mut raw, warm).await?;
+    let rtt = ctx.admin.ping_p50_us(ctx.pings()).await?;
+
+    let (mut a, mut b) = (Side::default(), Side::default());
+    for rep in 0..reps {
+        let order = if rep % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for is_ours in order {
+            let before = ctx.admin.commandstats().await?;
+            let (elapsed, lat) = if is_ours {
+                ours(&lock, &owner, cycles).await?
+            } else {
+                raw_cycles(&mut raw, cycles).await?
+            };
+            let d = ctx.admin.commandstats().await?.since(&before);
+            let side = if is_ours { &mut a } else { &mut b };
+            // Redis' own time: the top-level commands only (script-internal calls are inside).
+            let usec = if is_ours {
+                d.usec(&["evalsha", "eval"])
+            } else {
+                d.usec(&["set", "evalsha", "eval"])
+            };
+            side.rates.push(cycles as f64 / secs(elapsed));
+            side.p50_us.push(percentile(&sorted(lat.clone()), 50.0));
+            side.lat_us.extend(lat);
+            side.redis_usec.push(usec as f64 / cycles as f64);
+            // The raw side's SET is a round trip too (our client sends only script calls).
+            let trips = d.round_trips() + if is_ours { 0 } else { d.calls(&["set"]) };
+            side.round_trips.push(trips as f64 / cycles as f64);
+        }
+    }
+    client.close();
+
+    let ratio = median(&a.rates) / median(&b.rates);
+    let series = |name: &str, s: &Side| {
+        let p50 = median(&s.p50_us);
+        let redis = median(&s.redis_usec);
+        println!(
+            "  {name:<38} {:>8.0} cycles/s median (min {:.0}, max {:.0}); p50 {p50:.1} µs \
+             (Redis {redis:.1} µs, client+network {:.1} µs); {:.2} round trips/cycle",
+            median(&s.rates),
+            s.rates.iter().copied().fold(f64::INFINITY, f64::min),
+            s.rates.iter().copied().fold(0.0, f64::max),
+            p50 - redis,
+            median(&s.round_trips),
+        );
+        Series::new(name, "cycles/s", "higher", &s.rates)
+            .latency(Latency::from_us(&s.lat_us))
+            .extra("redis_usec_per_cycle", redis)
+            .extra("client_and_network_usec_per_cycle", p50 - redis)
+            .extra("round_trips_per_cycle", median(&s.round_trips))
+            .extra("ping_rtt_p50_us", rtt)
+    };
+    let ours_series = series("redlock-rust", &a);
+    let raw_series = series("redis-rs raw (SET NX PX + EVALSHA)", &b);
+    println!("  PING rtt p50 {rtt:.1} µs; ratio redlock-rust / raw {ratio:.3}x (target >= 0.9x)");
+    Ok(Fragment {
+        goal: "P1".into(),
+        title: "Rust: uncontended acquire+release vs raw redis-rs".into(),
+        target: ">= 0.9x raw".into(),
+        headline: Headline {
+            label: "redlock-rust / raw redis-rs (cycles/s)".into(),
+            value: crate::common::r3(ratio),
+            met: ratio >= 0.9,
+        },
+        series: vec![ours_series, raw_series],
+        notes: format!(
+            "{reps} interleaved reps (order swapped each rep) x {cycles} cycles after {warm} warm-up \
+             cycles; one task; ours: Lock::acquire(owner, wait None, lease 10 s) + release; raw: \
+             SET NX PX 10000 + EVALSHA compare-and-delete on one multiplexed redis-rs connection; \
+             Redis usec from INFO commandstats deltas of the top-level commands"
+        ),
+    })
+}
+
+async fn ours(lock: &Lock, owner: &Owner, cycles: usize) -> R<(Duration, Vec<f64>)> {
+    let mut lat = Vec::with_capacity(cycles);
+    let started = Instant::now();
+    for _ in 0..cycles {
+        let t = Instant::now();
+        lock.acquire(owner, None, Some(LEASE)).await?;
+        let left = lock.release(owner).await?;
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+        if left != 0 {
+            return Err(format!("release left {left} holds").into());
+        }
+    }
+    Ok((started.elapsed(), lat))
+}
+
+async fn raw_cycles(raw: &mut Raw, cycles: usize) -> R<(Duration, Vec<f64>)> {
+    let mut lat = Vec::with_capacity(cycles);
+    let started = Instant::now();
+    for _ in 0..cycles {
+        let t = Instant::now();
+        let ok: Option<String> = redis::cmd("SET")
+            .arg(&raw.key)
+            .arg(&raw.token)
+            .arg("NX")
+            .arg("PX")
+            .arg(LEASE.as_millis() as u64)
+            .query_async(&mut raw.conn)
+            .await?;
+        let deleted: i64 = raw
+            .script
+            .key(&raw.key)
+            .arg(&raw.token)
+            .invoke_async(&mut raw.conn)
+            .await?;
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+        if ok.is_none() || deleted != 1 {
+            return Err("raw lock cycle failed: the key was taken".into());
+        }
+    }
+    Ok((started.elapsed(), lat))
+}
