@@ -5,7 +5,7 @@
 -- Fairness: announced waiting writers go before newcomers (no barging) and are granted a freed
 -- lock in arrival order; while a writer waits, new readers queue behind it; when a writer
 -- leaves while readers wait, those readers have a turn (bounded) before the next writer.
--- Every waiting writer announces itself; of the readers, one per client and name does.
+-- Every waiter announces itself.
 local mode, tok, lease, meta = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local wait_ttl, waiter = tonumber(ARGV[5]), ARGV[6]
 

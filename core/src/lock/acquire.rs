@@ -6,7 +6,7 @@
 //!   the first of them (a grant, published on the lock's channel): the grantee is in as soon
 //!   as the message arrives, without another round trip;
 //! - while waiting, only one waiter per client and name (the head of a FIFO local queue) makes
-//!   attempts; writers behind it talk to Redis only to keep their place in the queue (every two
+//!   attempts; waiters behind it talk to Redis only to keep their announcement alive (every two
 //!   re-check periods) and after a pub/sub reconnect;
 //! - a release is noticed through pub/sub without polling; if a message is lost, the waiter
 //!   re-checks after at most `recheck_interval` (sooner when the holder's lease ends first), and
@@ -59,11 +59,11 @@ impl Lock {
             waiter: &waiter,
         };
 
-        // Fast path. A writer that will wait announces itself at once, taking its place in the
-        // queue. Of the readers only the holder of the process-local gate does: a reader queued
-        // behind the gate must not make the gate holder wait for it (readers get no grants). If
-        // a subscription is already live, arm the wake-up first so a release that lands right
-        // after this attempt is not missed.
+        // Fast path. A waiter announces itself at once: a writer takes its place in the queue
+        // for grants, a reader will be let in by the readers' turn after the current writer
+        // (with every local reader behind the gate, which follows at once). If a subscription
+        // is already live, arm the wake-up first so a release that lands right after this
+        // attempt is not missed.
         let gate = if will_wait {
             self.local
                 .gate
@@ -77,15 +77,7 @@ impl Lock {
         let mut wake: Option<WakeUp> = live.as_ref().map(|s| s.arm());
         let messages_before = live.as_ref().map(|s| s.messages());
         let mut announcement = Announcement::new(self, owner, &waiter);
-        let fast = AttemptArgs {
-            announce_ms: if gate.is_some() || self.mode == Mode::Write {
-                attempt.announce_ms
-            } else {
-                0
-            },
-            ..attempt
-        };
-        let mut last = self.attempt(&fast, &mut announcement).await?;
+        let mut last = self.attempt(&attempt, &mut announcement).await?;
         if let Attempt::Acquired { .. } = last {
             if let Some(mut gate) = gate {
                 gate.acquired_after(self.mode, messages_before);
@@ -205,10 +197,10 @@ impl Lock {
                         gate = &mut queued => break GateGuard::new(gate, &self.local),
                         _ = armed => {
                             let now = subscription.reconnects();
-                            look = now != reconnects && self.mode == Mode::Write;
+                            look = now != reconnects;
                             reconnects = now;
                         }
-                        _ = tokio::time::sleep_until(renew_at), if self.mode == Mode::Write => look = true,
+                        _ = tokio::time::sleep_until(renew_at) => look = true,
                         _ = sleep_until(turn.deadline) => return Err(Error::Timeout),
                         _ = shutdown.cancelled() => return Err(Error::Closed),
                     }
