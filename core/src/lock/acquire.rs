@@ -225,6 +225,13 @@ impl Lock {
         }
 
         loop {
+            // A grant to us needs no attempt. (One that arrives during an attempt fires the
+            // wake-up armed before it, so the next turn of the loop finds it.)
+            if let Some(fence) = subscription.take_grant(waiter) {
+                *last = Attempt::Acquired { fence, count: 1 };
+                gate.acquired_after(self.mode, Some(subscription.messages()));
+                return Ok(());
+            }
             if wake.is_none() {
                 *wake = Some(subscription.arm());
                 let messages_before = subscription.messages();
@@ -239,11 +246,6 @@ impl Lock {
                         self.local.failed_attempts.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-            }
-            if let Some(fence) = subscription.take_grant(waiter) {
-                *last = Attempt::Acquired { fence, count: 1 };
-                gate.acquired_after(self.mode, Some(subscription.messages()));
-                return Ok(());
             }
             let Attempt::Busy { retry_after } = *last else {
                 return Ok(());
@@ -266,13 +268,6 @@ impl Lock {
                 _ = armed => {}
                 _ = tokio::time::sleep(nap) => {}
                 _ = shutdown.cancelled() => return Err(Error::Closed),
-            }
-            // A wake-up for our own grant needs no attempt: the loop's top finds it... unless
-            // it arrived without one, then the next attempt looks (and claims a lost grant).
-            if let Some(fence) = subscription.take_grant(waiter) {
-                *last = Attempt::Acquired { fence, count: 1 };
-                gate.acquired_after(self.mode, Some(subscription.messages()));
-                return Ok(());
             }
         }
     }
