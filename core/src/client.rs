@@ -132,7 +132,9 @@ impl ClientBuilder {
             .map_err(|e| Error::invalid(format!("bad Redis URL {}: {e}", redact(&config.url))))?;
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(config.connect_timeout))
-            .set_response_timeout(Some(config.command_timeout))
+            // Calls are bounded by `bounded` (which also covers waiting for a reconnect): a
+            // second timer per call would only cost a wake-up of the timer driver.
+            .set_response_timeout(None)
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(500));
         let connection = tokio::time::timeout(

@@ -10,13 +10,16 @@ local freed = false -- the fast path freed the lock but found only stale announc
 -- the first waiting writer whose announcement is live (stale ones are left to the slow path).
 if mode == 'w' then
   local state = redis.call('HMGET', H, 'wo', 'wc')
-  if state[1] == tok and state[2] == '1' and redis.call('EXISTS', Z, WR) == 0 then
+  -- One EXISTS tells all three apart: Z counts 1, WR 2, W 4 (so 0 = nobody, 4 = only W).
+  local others = state[1] == tok and state[2] == '1' and redis.call('EXISTS', Z, WR, WR, W, W, W, W)
+  if others == 0 then
+    redis.call('DEL', H)
+    redis.call('PUBLISH', channel, 'released')
+    return {1, 0}
+  end
+  if others == 4 then
     redis.call('DEL', H)
     local head = redis.call('ZRANGE', W, 0, 0)
-    if #head == 0 then
-      redis.call('PUBLISH', channel, 'released')
-      return {1, 0}
-    end
     local info = redis.call('HGET', WI, head[1])
     local expiry, lease, meta = string.match(info or '', '^(%d+):(%d+):(.*)$')
     if expiry and tonumber(expiry) > now() then
