@@ -277,6 +277,27 @@ impl ClientInner {
         self.bounded(invocation.invoke_async(&mut connection)).await
     }
 
+    /// Runs a ready-made `EVALSHA` of `script` under the command timeout, loading the script
+    /// once if the server does not know it (a restart or failover forgets scripts).
+    pub(crate) async fn eval_cmd<T: redis::FromRedisValue>(
+        &self,
+        script: &redis::Script,
+        call: &redis::Cmd,
+    ) -> Result<T> {
+        let mut connection = self.connection.clone();
+        self.bounded(async {
+            let no_script = redis::ErrorKind::Server(redis::ServerErrorKind::NoScript);
+            match call.query_async(&mut connection).await {
+                Err(e) if e.kind() == no_script => {
+                    script.load_async(&mut connection).await?;
+                    call.query_async(&mut connection).await
+                }
+                other => other,
+            }
+        })
+        .await
+    }
+
     /// The command connection, for tidying up even after close.
     pub(crate) fn connection_for_cleanup(&self) -> ConnectionManager {
         self.connection.clone()

@@ -6,11 +6,12 @@
 //! future resolves, the client's lock-lost callback runs, and its release reports `LockLost`.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use crate::client::ClientInner;
 use crate::config::LockLostEvent;
@@ -25,17 +26,67 @@ pub(crate) const BATCH: usize = 500;
 /// is forgotten past this many (a caller that never releases a lost hold must not grow memory).
 const LOST_REMEMBERED: usize = 10_000;
 
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// One kept hold: a name (by its state key), a mode and an owner. Cheap to clone.
+#[derive(Clone)]
 pub(crate) struct WatchKey {
-    state_key: String,
+    keys: Arc<LockKeys>,
     mode: Mode,
     token: Arc<str>,
 }
 
+impl PartialEq for WatchKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.mode == other.mode
+            && self.token == other.token
+            && self.keys.state() == other.keys.state()
+    }
+}
+
+impl Eq for WatchKey {}
+
+impl Hash for WatchKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.keys.state().hash(state);
+        self.mode.hash(state);
+        self.token.hash(state);
+    }
+}
+
 struct WatchEntry {
-    keys: Arc<LockKeys>,
     id: u64,
-    lost: watch::Sender<bool>,
+    lost: Arc<LostSignal>,
+}
+
+/// Set once when a kept hold is found gone; shared by the watchdog and the hold's copies.
+#[derive(Debug, Default)]
+pub(crate) struct LostSignal {
+    lost: AtomicBool,
+    notify: Notify,
+}
+
+impl LostSignal {
+    fn set(&self) {
+        self.lost.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub(crate) fn is_set(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once set; never if the hold ends without being lost.
+    pub(crate) async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a set() in between is not missed.
+            notified.as_mut().enable();
+            if self.is_set() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 #[derive(Default)]
@@ -76,9 +127,9 @@ impl LostHolds {
 }
 
 impl WatchKey {
-    pub(crate) fn new(keys: &LockKeys, mode: Mode, token: Arc<str>) -> Self {
+    pub(crate) fn new(keys: &Arc<LockKeys>, mode: Mode, token: Arc<str>) -> Self {
         WatchKey {
-            state_key: keys.state.clone(),
+            keys: keys.clone(),
             mode,
             token,
         }
@@ -87,16 +138,15 @@ impl WatchKey {
 
 impl Watchdog {
     /// Starts tracking a hold (or joins its existing tracking); returns its lost signal.
-    pub(crate) fn track(&self, keys: &Arc<LockKeys>, key: WatchKey) -> watch::Receiver<bool> {
+    pub(crate) fn track(&self, key: WatchKey) -> Arc<LostSignal> {
         // A new hold of the same owner is not the lost one.
         self.lost.lock().unwrap().take(&key);
         let mut entries = self.entries.lock().unwrap();
         let entry = entries.entry(key).or_insert_with(|| WatchEntry {
-            keys: keys.clone(),
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
-            lost: watch::channel(false).0,
+            lost: Arc::default(),
         });
-        entry.lost.subscribe()
+        entry.lost.clone()
     }
 
     /// Stops tracking; returns whether the hold was tracked.
@@ -134,8 +184,8 @@ impl Watchdog {
         let tracked = self.entries.lock().unwrap().remove(key);
         if let Some(entry) = tracked {
             // Found by this call before the watchdog's next tick: report it now.
-            entry.lost.send_replace(true);
-            report_lost(client, &entry.keys, key);
+            entry.lost.set();
+            report_lost(client, key);
             return true;
         }
         self.lost.lock().unwrap().take(key)
@@ -152,8 +202,8 @@ impl Watchdog {
     fn lost(&self, client: &ClientInner, key: WatchKey, entry: WatchEntry) {
         // Remembered before anyone hears of it: a release right after the signal says lost.
         self.lost.lock().unwrap().insert(key.clone());
-        entry.lost.send_replace(true);
-        report_lost(client, &entry.keys, &key);
+        entry.lost.set();
+        report_lost(client, &key);
     }
 
     /// Marks every tracked hold of one name lost (after this client force-unlocked it).
@@ -162,7 +212,7 @@ impl Watchdog {
             let mut entries = self.entries.lock().unwrap();
             let keys: Vec<WatchKey> = entries
                 .keys()
-                .filter(|k| k.state_key == state_key)
+                .filter(|k| k.keys.state() == state_key)
                 .cloned()
                 .collect();
             keys.into_iter()
@@ -174,16 +224,14 @@ impl Watchdog {
         }
     }
 
-    fn snapshot(&self) -> Vec<(WatchKey, Arc<LockKeys>, u64)> {
+    fn snapshot(&self) -> Vec<(WatchKey, u64)> {
         let entries = self.entries.lock().unwrap();
-        entries
-            .iter()
-            .map(|(k, e)| (k.clone(), e.keys.clone(), e.id))
-            .collect()
+        entries.iter().map(|(k, e)| (k.clone(), e.id)).collect()
     }
 }
 
-fn report_lost(client: &ClientInner, keys: &LockKeys, key: &WatchKey) {
+fn report_lost(client: &ClientInner, key: &WatchKey) {
+    let keys = &key.keys;
     tracing::warn!(lock = %keys.name, mode = ?key.mode, owner = %key.token, "lock lost: the hold is gone from Redis");
     if let Some(callback) = client.config.on_lock_lost.clone() {
         let event = LockLostEvent {
@@ -216,28 +264,24 @@ pub(crate) async fn run(client: Weak<ClientInner>, period: Duration) {
 }
 
 async fn renew_all(client: &ClientInner) {
-    let mut by_slot: HashMap<u16, Vec<(WatchKey, Arc<LockKeys>, u64)>> = HashMap::new();
-    for hold in client.watchdog.snapshot() {
-        // A standalone server takes keys of any slot in one script; a cluster node would not.
-        let group = if client.cluster_mode { hold.1.slot } else { 0 };
-        by_slot.entry(group).or_default().push(hold);
+    let mut holds = client.watchdog.snapshot();
+    // A standalone server takes keys of any slot in one script; a cluster node would not.
+    if client.cluster_mode {
+        holds.sort_unstable_by_key(|(key, _)| key.keys.slot);
     }
+    let same_group = |a: &(WatchKey, u64), b: &(WatchKey, u64)| {
+        !client.cluster_mode || a.0.keys.slot == b.0.keys.slot
+    };
     let lease_ms = client.config.lease.as_millis() as u64;
-    for holds in by_slot.values() {
-        for batch in holds.chunks(BATCH) {
-            let mut invocation = SCRIPTS.renew.prepare_invoke();
-            invocation.arg(lease_ms);
-            for (key, keys, _) in batch {
-                invocation
-                    .key(&keys.state)
-                    .key(&keys.expiries)
-                    .arg(key.mode.as_arg())
-                    .arg(&*key.token);
-            }
+    for group in holds.chunk_by(same_group) {
+        for batch in group.chunks(BATCH) {
             client.watchdog.renew_calls.fetch_add(1, Ordering::Relaxed);
-            match client.invoke::<Vec<i64>>(&invocation).await {
+            match client
+                .eval_cmd::<Vec<i64>>(&SCRIPTS.renew, &renew_call(batch, lease_ms))
+                .await
+            {
                 Ok(renewed) => {
-                    for ((key, _, id), ok) in batch.iter().zip(renewed) {
+                    for ((key, id), ok) in batch.iter().zip(renewed) {
                         if ok == 0 {
                             client.watchdog.mark_lost(client, key, *id);
                         }
@@ -248,4 +292,25 @@ async fn renew_all(client: &ClientInner) {
             }
         }
     }
+}
+
+/// The `EVALSHA` of renew.lua for one batch: a plain command, built in one buffer sized up
+/// front (at 100 000 holds the arguments are most of a tick's work).
+fn renew_call(batch: &[(WatchKey, u64)], lease_ms: u64) -> redis::Cmd {
+    let bytes: usize = batch
+        .iter()
+        .map(|(key, _)| 2 * key.keys.state().len() + key.token.len() + 8)
+        .sum();
+    let mut call = redis::Cmd::with_capacity(3 + 4 * batch.len(), bytes + 64);
+    call.arg("EVALSHA")
+        .arg(SCRIPTS.renew.get_hash())
+        .arg(2 * batch.len());
+    for (key, _) in batch {
+        call.arg(key.keys.state()).arg(key.keys.expiries());
+    }
+    call.arg(lease_ms);
+    for (key, _) in batch {
+        call.arg(key.mode.as_arg()).arg(&*key.token);
+    }
+    call
 }

@@ -70,6 +70,24 @@ async fn watchdog_keeps_a_hold_past_three_leases() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_renews_after_the_server_forgot_its_scripts() {
+    // A restarted or failed-over server knows no scripts: the renewal loads its script again.
+    let server = RedisServer::start();
+    let client = builder(&server).lease(ms(300)).connect().await.unwrap();
+    let lock = client.lock("flushed").unwrap();
+    let a = Owner::random();
+    let hold = lock.acquire(&a, NOW, None).await.unwrap();
+    tokio::time::sleep(ms(250)).await; // at least one renewal with the script loaded
+    assert!(server.command(&["SCRIPT", "FLUSH"]).starts_with("+OK"));
+    let calls = client.watchdog_calls();
+    tokio::time::sleep(ms(900)).await;
+    assert!(client.watchdog_calls() >= calls + 2);
+    assert!(lock.is_held_by(&a).await.unwrap());
+    assert!(!hold.is_lost());
+    lock.release(&a).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchdog_keeps_reader_shares_too() {
     let server = RedisServer::start();
     let client = builder(&server).lease(ms(300)).connect().await.unwrap();

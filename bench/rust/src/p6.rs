@@ -1,5 +1,7 @@
-//! P6: one client keeps 100 000 exclusive holds alive with its watchdog (holds without a lease;
-//! the client's lease is 3 s, so a renewal tick comes every second). Runs in a fresh process
+//! P6: one client keeps 100 000 exclusive holds alive with its watchdog (holds without a lease).
+//! Full mode uses the default client lease (30 s, so a renewal tick every 10 s, as with
+//! Redisson's default watchdog); quick mode a 3 s lease (a tick every second). CPU is also
+//! reported per tick, so any other tick period can be worked out. Runs in a fresh process
 //! (this binary re-run as a worker) so its CPU time and memory are the client's alone.
 //!
 //! While the holds sit idle, consecutive windows of whole ticks measure Redis script calls per
@@ -20,7 +22,9 @@ use crate::common::{
 };
 
 pub const WORKER: &str = "__worker-p6";
-const LEASE: Duration = Duration::from_secs(3);
+/// The client lease of each mode: the default (30 s), and a short one for quick runs.
+const LEASE: Duration = Duration::from_secs(30);
+const QUICK_LEASE: Duration = Duration::from_secs(3);
 const CONCURRENCY: usize = 32;
 const SAMPLE: usize = 1000;
 
@@ -31,6 +35,7 @@ struct Window {
     watchdog_calls: u64,
     redis_usec: u64,
     cpu_pct: f64,
+    cpu_ms: f64,
     wall_s: f64,
 }
 
@@ -84,20 +89,22 @@ fn owner(tag: &str, i: usize) -> Owner {
 }
 
 async fn worker(args: &[String]) -> R<Outcome> {
-    let [prefix, holds, ticks, windows] = args else {
+    let [prefix, holds, ticks, windows, lease_ms] = args else {
         return Err(
-            "usage: REDIS_URL=... __worker-p6 PREFIX HOLDS TICKS_PER_WINDOW WINDOWS".into(),
+            "usage: REDIS_URL=... __worker-p6 PREFIX HOLDS TICKS_PER_WINDOW WINDOWS LEASE_MS"
+                .into(),
         );
     };
     let url = std::env::var("REDIS_URL")?;
     let (holds, ticks, windows): (usize, u32, usize) =
         (holds.parse()?, ticks.parse()?, windows.parse()?);
-    let period = LEASE / 3;
+    let lease = Duration::from_millis(lease_ms.parse()?);
+    let period = lease / 3;
     let lost = Arc::new(AtomicU64::new(0));
     let counter = lost.clone();
     let client = Client::builder(url.as_str())
         .prefix(prefix.as_str())
-        .lease(LEASE)
+        .lease(lease)
         .on_lock_lost(move |_| {
             counter.fetch_add(1, Ordering::SeqCst);
         })
@@ -161,6 +168,7 @@ async fn worker(args: &[String]) -> R<Outcome> {
             watchdog_calls: now.3 - before.3,
             redis_usec: d.usec(&["evalsha", "eval"]),
             cpu_pct: 100.0 * secs(now.0 - before.0) / secs(wall),
+            cpu_ms: 1e3 * secs(now.0 - before.0),
             wall_s: secs(wall),
         });
         before = now;
@@ -267,14 +275,16 @@ async fn after_tick(client: &Client, period: Duration) -> R<(Instant, Duration)>
 // -- parent -------------------------------------------------------------------------------------
 
 pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
-    let (holds, ticks, windows) = if ctx.quick {
-        (10_000, 1, 3)
+    let (holds, ticks, windows, lease) = if ctx.quick {
+        (10_000, 1, 3, QUICK_LEASE)
     } else {
-        (100_000, 2, 3)
+        (100_000, 1, 3, LEASE)
     };
     println!(
-        "P6 one client idly holding {holds} watchdog-kept locks (lease 3 s, tick every 1 s): \
-         {windows} windows of {ticks} tick(s), in a fresh process"
+        "P6 one client idly holding {holds} watchdog-kept locks (lease {:?}, a tick every \
+         {:?}): {windows} windows of {ticks} tick(s), in a fresh process",
+        lease,
+        lease / 3
     );
     let exe = std::env::current_exe()?;
     let mut command = std::process::Command::new(exe);
@@ -285,6 +295,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         .arg(holds.to_string())
         .arg(ticks.to_string())
         .arg(windows.to_string())
+        .arg(lease.as_millis().to_string())
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::inherit());
     let output = tokio::task::spawn_blocking(move || command.output()).await??;
@@ -304,20 +315,26 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         .map(|w| w.script_calls as f64 / w.ticks.round().max(1.0))
         .collect();
     let cpu: Vec<f64> = o.windows.iter().map(|w| w.cpu_pct).collect();
+    let cpu_ms_per_tick: Vec<f64> = o
+        .windows
+        .iter()
+        .map(|w| w.cpu_ms / w.ticks.round().max(1.0))
+        .collect();
     let n = o.holds as f64;
     let bytes_per_hold = (o.rss_held - o.rss_before) as f64 / n;
     let heap_per_hold = (o.heap_held - o.heap_before) as f64 / n;
     for (i, w) in o.windows.iter().enumerate() {
         println!(
             "  window {}: {:.2} s = {:.2} ticks; {} script calls (watchdog's own count {}), Redis \
-             {:.1} ms; CPU {:.2} % of a core",
+             {:.1} ms; CPU {:.2} % of a core ({:.1} ms)",
             i + 1,
             w.wall_s,
             w.ticks,
             w.script_calls,
             w.watchdog_calls,
             w.redis_usec as f64 / 1e3,
-            w.cpu_pct
+            w.cpu_pct,
+            w.cpu_ms
         );
     }
     let (calls, cpu_pct) = (median(&per_tick), median(&cpu));
@@ -361,7 +378,8 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     )
     .extra("heap_bytes_per_hold", heap_per_hold)
     .extra("holds", n)
-    .extra("lease_ms", LEASE.as_millis() as f64)
+    .extra("lease_ms", lease.as_millis() as f64)
+    .extra("cpu_ms_per_tick", median(&cpu_ms_per_tick))
     .extra(
         "watchdog_calls_per_tick",
         median(
@@ -389,13 +407,15 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         notes: format!(
             "{holds} exclusive holds without a lease (an owner each, 49-byte tokens; names hold:N, \
              key prefix of ~10 bytes) taken by {CONCURRENCY} tasks; \
-             client lease 3 s so the watchdog ticks every 1 s; {windows} consecutive idle windows \
-             of {ticks} tick(s) each, started midway between two ticks (runs = script calls per tick \
-             from INFO commandstats deltas; ticks = window / 1 s); CPU = getrusage(SELF) user+sys \
-             / wall of the holding process alone (a fresh process); bytes_per_hold = VmRSS after \
+             client lease {lease:?} so the watchdog ticks every {period:?}; {windows} consecutive \
+             idle windows of {ticks} tick(s) each, started midway between two ticks (runs = script \
+             calls per tick from INFO commandstats deltas; ticks = window / tick period); CPU = \
+             getrusage(SELF) user+sys / wall of the holding process alone (a fresh process), also \
+             given per tick (cpu_ms_per_tick); bytes_per_hold = VmRSS after \
              acquiring all minus before, / holds; a random sample of {} holds checked still held \
              (hold_count) and none reported lost, then all released",
-            o.sampled
+            o.sampled,
+            period = lease / 3,
         ),
     })
 }

@@ -73,7 +73,7 @@ impl Lock {
         } else {
             None
         };
-        let live = self.client.pubsub.active(&self.keys.channel);
+        let live = self.client.pubsub.active(&self.keys.channel().to_string());
         let mut wake: Option<WakeUp> = live.as_ref().map(|s| s.arm());
         let messages_before = live.as_ref().map(|s| s.messages());
         let mut announcement = Announcement::new(self, owner, &waiter);
@@ -113,11 +113,7 @@ impl Lock {
             unreachable!("wait_for_turn returns only once acquired")
         };
         let lost = if watched {
-            Some(
-                self.client
-                    .watchdog
-                    .track(&self.keys, self.watch_key(owner)),
-            )
+            Some(self.client.watchdog.track(self.watch_key(owner)))
         } else {
             self.client.watchdog.clear_lost(|| self.watch_key(owner));
             None
@@ -157,7 +153,8 @@ impl Lock {
             Some(s) => s,
             None => {
                 let limit = config.command_timeout;
-                let subscribing = self.client.pubsub.subscribe(&self.keys.channel, limit);
+                let channel = self.keys.channel().to_string();
+                let subscribing = self.client.pubsub.subscribe(&channel, limit);
                 tokio::select! {
                     s = subscribing => s,
                     _ = sleep_until(turn.deadline) => return Err(Error::Timeout),
@@ -468,7 +465,7 @@ pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<(
     invocation
         .arg(lock.mode.as_arg())
         .arg(token)
-        .arg(&lock.keys.channel)
+        .arg(lock.keys.channel())
         .arg(waiter);
     tidy::<i64>(lock, &invocation).await.map(drop)
 }

@@ -3,10 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
-
 use super::Mode;
 use crate::owner::Owner;
+use crate::watchdog::LostSignal;
 
 /// One successful acquisition. Informational: release through [`super::Lock::release`] with
 /// the owner (from any thread, process or language that has the owner's token).
@@ -19,7 +18,7 @@ pub struct Hold {
     pub(crate) hold_count: u32,
     pub(crate) lease: Option<Duration>,
     /// Present when the watchdog keeps the hold alive; flips to true when it is lost.
-    pub(crate) lost: Option<watch::Receiver<bool>>,
+    pub(crate) lost: Option<Arc<LostSignal>>,
 }
 
 impl Hold {
@@ -48,17 +47,12 @@ impl Hold {
     /// Whether the watchdog found the hold gone. Always false for holds with an explicit lease
     /// (nothing watches them: use `is_held_by`).
     pub fn is_lost(&self) -> bool {
-        self.lost.as_ref().is_some_and(|rx| *rx.borrow())
+        self.lost.as_ref().is_some_and(|signal| signal.is_set())
     }
     /// Resolves when the watchdog finds the hold gone; never for holds with an explicit lease.
     pub async fn lost(&self) {
-        match self.lost.clone() {
-            Some(mut rx) => {
-                if rx.wait_for(|lost| *lost).await.is_err() {
-                    // The tracking ended without a loss (released): never resolve.
-                    std::future::pending::<()>().await;
-                }
-            }
+        match &self.lost {
+            Some(signal) => signal.wait().await,
             None => std::future::pending().await,
         }
     }

@@ -112,7 +112,7 @@ async fn undo_acquisition(lock: &Lock, token: &str) -> Result<()> {
     invocation
         .arg(lock.mode.as_arg())
         .arg(token)
-        .arg(&lock.keys.channel)
+        .arg(lock.keys.channel())
         .arg(lock.announcement_ms());
     let reply: Vec<i64> = super::acquire::tidy(lock, &invocation).await?;
     match reply.first() {

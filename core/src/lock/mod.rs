@@ -201,7 +201,7 @@ impl Lock {
         invocation
             .arg(self.mode.as_arg())
             .arg(owner.token())
-            .arg(&self.keys.channel)
+            .arg(self.keys.channel())
             .arg(self.announcement_ms());
         let reply: Vec<i64> = self.client.invoke(&invocation).await?;
         let watch_key = self.watch_key(owner);
@@ -305,11 +305,11 @@ impl Lock {
     /// find out at their next renewal.
     pub async fn force_unlock(&self) -> Result<bool> {
         let mut invocation = self.keyed(&SCRIPTS.force_unlock);
-        invocation.arg(&self.keys.channel);
+        invocation.arg(self.keys.channel());
         let held: i64 = self.client.invoke(&invocation).await?;
         self.client
             .watchdog
-            .mark_name_lost(&self.client, &self.keys.state);
+            .mark_name_lost(&self.client, self.keys.state());
         Ok(held == 1)
     }
 
@@ -328,12 +328,12 @@ impl Lock {
     fn keyed<'a>(&'a self, script: &'a redis::Script) -> redis::ScriptInvocation<'a> {
         let mut invocation = script.prepare_invoke();
         invocation
-            .key(&self.keys.state)
-            .key(&self.keys.expiries)
-            .key(&self.keys.waiting_writers)
-            .key(&self.keys.waiting_readers)
-            .key(&self.keys.waiter_info)
-            .key(&self.keys.fence);
+            .key(self.keys.state())
+            .key(self.keys.expiries())
+            .key(self.keys.waiting_writers())
+            .key(self.keys.waiting_readers())
+            .key(self.keys.waiter_info())
+            .key(self.keys.fence());
         invocation
     }
 
