@@ -8,6 +8,7 @@
 //!   runtime is re-created there (the parent's threads do not exist in the child);
 //! - a waiting acquire can be cancelled from another thread through a [`CancelToken`].
 
+use std::cell::Cell;
 use std::future::Future;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -63,21 +64,51 @@ pub fn runtime() -> &'static Runtime {
 }
 
 /// Runs a future to completion on the shared runtime from any thread, even one that is
-/// itself inside another async runtime.
+/// itself inside another async runtime. While it runs, this thread counts as a blocking
+/// caller: single-round-trip calls go over its own socket (see `direct`).
 pub fn block_on<F>(future: F) -> F::Output
 where
     F: Future + Send,
     F::Output: Send,
 {
     let runtime = runtime();
-    if tokio::runtime::Handle::try_current().is_ok() {
-        std::thread::scope(|s| {
-            s.spawn(|| runtime.block_on(future))
-                .join()
-                .expect("redlock blocking call panicked")
-        })
-    } else {
+    let run = || {
+        let _caller = BlockingCaller::enter();
         runtime.block_on(future)
+    };
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|s| s.spawn(run).join().expect("redlock blocking call panicked"))
+    } else {
+        run()
+    }
+}
+
+thread_local! {
+    static BLOCKING_CALLER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread is a blocking caller inside [`block_on`] (never a runtime worker): it may
+/// do socket I/O itself instead of handing the call to the runtime.
+pub(crate) fn on_blocking_caller() -> bool {
+    BLOCKING_CALLER.with(Cell::get)
+}
+
+/// Marks this thread a blocking caller until dropped.
+struct BlockingCaller {
+    was: bool,
+}
+
+impl BlockingCaller {
+    fn enter() -> Self {
+        BlockingCaller {
+            was: BLOCKING_CALLER.with(|c| c.replace(true)),
+        }
+    }
+}
+
+impl Drop for BlockingCaller {
+    fn drop(&mut self) {
+        BLOCKING_CALLER.with(|c| c.set(self.was));
     }
 }
 
@@ -270,9 +301,9 @@ impl Lock {
         block_on(async move { lock.try_acquire(owner, lease).await })
     }
 
+    /// One round trip on this thread's own socket (see [`block_on`]).
     pub fn release(&self, owner: &Owner) -> Result<u32> {
-        let lock = self.current()?;
-        block_on(async move { lock.release(owner).await })
+        self.current()?.release_direct(owner)
     }
 
     pub fn extend(&self, owner: &Owner, lease: Duration) -> Result<()> {

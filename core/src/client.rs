@@ -11,6 +11,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ContentionAlert, ContentionCallback, LockLostCallback, LockLostEvent, redact};
+use crate::direct::DirectConnections;
 use crate::error::{Error, Result};
 use crate::inspect::LockInfo;
 use crate::keys::{LockKeys, validate_prefix};
@@ -34,6 +35,8 @@ pub struct Client {
 pub(crate) struct ClientInner {
     pub(crate) config: Config,
     connection: ConnectionManager,
+    /// Blocking callers' own connections (see `direct`).
+    pub(crate) direct: DirectConnections,
     pub(crate) pubsub: PubSubHub,
     pub(crate) watchdog: Watchdog,
     locals: Mutex<HashMap<Arc<str>, Weak<LocalLock>>>,
@@ -146,6 +149,11 @@ impl ClientBuilder {
         .map_err(|e| Error::Connection(format!("{}: {e}", redact(&config.url))))?;
         let shutdown = CancellationToken::new();
         let inner = Arc::new(ClientInner {
+            direct: DirectConnections::new(
+                redis.clone(),
+                config.command_timeout,
+                config.connect_timeout,
+            ),
             pubsub: PubSubHub::new(
                 redis,
                 shutdown.clone(),
@@ -241,6 +249,7 @@ impl Client {
     pub fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.shutdown.cancel();
+        self.inner.direct.clear();
     }
 
     /// Whether [`Client::close`] was called.

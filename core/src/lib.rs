@@ -44,6 +44,7 @@
 pub mod blocking;
 mod client;
 mod config;
+mod direct;
 mod error;
 mod inspect;
 pub mod keys;

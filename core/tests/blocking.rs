@@ -93,3 +93,70 @@ async fn blocking_calls_inside_an_async_runtime_do_not_panic() {
     let client = Client::connect(&server.url()).unwrap();
     assert!(client.lock("nested").unwrap().is_locked().unwrap());
 }
+
+// Blocking callers make an acquire's first attempt and a release on their own socket (`direct`).
+
+#[test]
+fn direct_calls_reload_scripts_and_reconnect_after_a_restart() {
+    let mut server = RedisServer::start();
+    let client = Client::connect(&server.url()).unwrap();
+    let lock = client.lock("direct-restart").unwrap();
+    let me = Owner::random();
+    lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
+    assert_eq!(lock.release(&me).unwrap(), 0);
+    assert!(server.command(&["SCRIPT", "FLUSH"]).starts_with("+OK"));
+    assert_eq!(lock.acquire(&me, None, None).unwrap().hold_count(), 1);
+    assert_eq!(lock.release(&me).unwrap(), 0);
+
+    server.restart();
+    // The idle socket is dead: a call may fail once (Connection), then a new one is opened.
+    let mut acquired = false;
+    for _ in 0..20 {
+        match lock.acquire(&me, Some(Duration::ZERO), None) {
+            Ok(hold) => {
+                assert_eq!(hold.hold_count(), 1);
+                acquired = true;
+                break;
+            }
+            Err(Error::Connection(_)) => thread::sleep(Duration::from_millis(100)),
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+    assert!(acquired);
+    assert_eq!(lock.release(&me).unwrap(), 0);
+    assert_eq!(lock.release(&me).unwrap_err(), Error::NotHeld);
+}
+
+#[test]
+fn a_direct_call_that_times_out_never_reads_its_late_reply_later() {
+    let server = RedisServer::start();
+    let client = Client::from_builder(
+        redlock_core::Client::builder(server.url()).command_timeout(Duration::from_millis(300)),
+    )
+    .unwrap();
+    let lock = client.lock("direct-timeout").unwrap();
+    let me = Owner::random();
+    lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
+    // Every other client's commands wait for 1 s: the release is sent, then times out.
+    assert!(
+        server
+            .command(&["CLIENT", "PAUSE", "1000", "ALL"])
+            .starts_with("+OK")
+    );
+    let started = Instant::now();
+    assert!(matches!(lock.release(&me), Err(Error::Connection(_))));
+    assert!(started.elapsed() < Duration::from_millis(900));
+    thread::sleep(Duration::from_millis(1000));
+    // A timed-out call's outcome is unknown: the release ran once Redis resumed or, its socket
+    // closed first, never. Either way a later call must read its own reply, never the late
+    // {1, 0} of that release (which an acquire would reject as unexpected).
+    if lock.hold_count(&me).unwrap() == 1 {
+        assert_eq!(lock.release(&me).unwrap(), 0);
+    }
+    assert!(!lock.is_locked().unwrap());
+    let hold = lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
+    assert_eq!(hold.hold_count(), 1);
+    assert_eq!(lock.release(&me).unwrap(), 0);
+    client.close();
+    assert_eq!(lock.release(&me).unwrap_err(), Error::Closed);
+}

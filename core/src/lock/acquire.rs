@@ -77,7 +77,13 @@ impl Lock {
         let mut wake: Option<WakeUp> = live.as_ref().map(|s| s.arm());
         let messages_before = live.as_ref().map(|s| s.messages());
         let mut announcement = Announcement::new(self, owner, &waiter);
-        let mut last = self.attempt(&attempt, &mut announcement).await?;
+        // A blocking caller makes this first attempt on its own socket: one write and one read
+        // on its thread instead of two thread hand-offs (see `direct`).
+        let mut last = if crate::blocking::on_blocking_caller() {
+            self.attempt_direct(&attempt, &mut announcement)?
+        } else {
+            self.attempt(&attempt, &mut announcement).await?
+        };
         if let Attempt::Acquired { .. } = last {
             if let Some(mut gate) = gate {
                 gate.acquired_after(self.mode, messages_before);
@@ -281,6 +287,33 @@ impl Lock {
             waiter: args.waiter.to_owned(),
         };
         let reply = InFlightAttempt::start(self, args.owner, call).await?;
+        Self::attempted(args, reply, announcement)
+    }
+
+    /// [`Lock::attempt`] on the calling thread's own connection. Nothing to undo on
+    /// cancellation: the caller's thread is blocked until the reply is in.
+    fn attempt_direct(
+        &self,
+        args: &AttemptArgs<'_>,
+        announcement: &mut Announcement<'_>,
+    ) -> Result<Attempt> {
+        let mut invocation = self.keyed(&SCRIPTS.acquire);
+        invocation
+            .arg(self.mode.as_arg())
+            .arg(args.owner.token())
+            .arg(args.lease_ms)
+            .arg(args.meta)
+            .arg(args.announce_ms)
+            .arg(args.waiter);
+        let reply = self.client.direct.run(|c| invocation.invoke(c))?;
+        Self::attempted(args, reply, announcement)
+    }
+
+    fn attempted(
+        args: &AttemptArgs<'_>,
+        reply: Vec<i64>,
+        announcement: &mut Announcement<'_>,
+    ) -> Result<Attempt> {
         match reply.as_slice() {
             [1, fence, count] => Ok(Attempt::Acquired {
                 fence: *fence as u64,

@@ -1,0 +1,92 @@
+//! Calls made on the calling thread, for blocking callers (Rust's `blocking`, and through it C,
+//! Java and Python's sync API).
+//!
+//! On the multiplexed async connection a round trip from a thread outside the runtime costs
+//! two thread hand-offs (caller → connection task → caller) on top of the socket I/O; on a
+//! plain blocking socket it is one write and one read on the caller's thread. Blocking callers
+//! therefore make their single-round-trip calls (an acquire's first attempt, a release) here.
+//! Waiting, the watchdog and pub/sub stay on the async side.
+//!
+//! Guarantees: at most [`MAX_IDLE`] idle connections are kept; a connection that saw an I/O
+//! error or a timeout is dropped (a late reply must never be read as the next call's); every
+//! call is bounded by the command timeout like an async one.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Idle connections kept for reuse (one per concurrently calling thread is enough).
+const MAX_IDLE: usize = 16;
+
+pub(crate) struct DirectConnections {
+    redis: redis::Client,
+    idle: Mutex<Vec<redis::Connection>>,
+    command_timeout: Duration,
+    connect_timeout: Duration,
+}
+
+impl DirectConnections {
+    pub(crate) fn new(
+        redis: redis::Client,
+        command_timeout: Duration,
+        connect_timeout: Duration,
+    ) -> Self {
+        DirectConnections {
+            redis,
+            idle: Mutex::default(),
+            command_timeout,
+            connect_timeout,
+        }
+    }
+
+    /// Runs `call` on an idle connection (or a new one) on this thread.
+    pub(crate) fn run<T>(
+        &self,
+        call: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        let idle = self.idle.lock().unwrap().pop();
+        let mut connection = match idle {
+            Some(connection) => connection,
+            None => self.open()?,
+        };
+        match call(&mut connection) {
+            Ok(value) => {
+                self.give_back(connection);
+                Ok(value)
+            }
+            Err(err) if err.is_timeout() => Err(Error::Connection(format!(
+                "Redis did not answer within {:?}",
+                self.command_timeout
+            ))),
+            Err(err) => {
+                // A reply error leaves the connection in step; anything else may not.
+                if !(err.is_io_error() || err.is_connection_dropped()) {
+                    self.give_back(connection);
+                }
+                Err(err.into())
+            }
+        }
+    }
+
+    /// Drops every idle connection (on close).
+    pub(crate) fn clear(&self) {
+        self.idle.lock().unwrap().clear();
+    }
+
+    fn open(&self) -> Result<redis::Connection> {
+        let connection = self
+            .redis
+            .get_connection_with_timeout(self.connect_timeout)?;
+        connection.set_read_timeout(Some(self.command_timeout))?;
+        connection.set_write_timeout(Some(self.command_timeout))?;
+        Ok(connection)
+    }
+
+    fn give_back(&self, connection: redis::Connection) {
+        let mut idle = self.idle.lock().unwrap();
+        if idle.len() < MAX_IDLE {
+            idle.push(connection);
+        }
+    }
+}
