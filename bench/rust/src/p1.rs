@@ -1,6 +1,8 @@
 //! P1: uncontended acquire+release of one exclusive lock (fixed 10 s lease) against the raw
 //! minimum on a multiplexed redis-rs connection: `SET key token NX PX 10000` + `EVALSHA`
 //! compare-and-delete. Interleaved, the order swapping every repetition, after a warm-up.
+//! The same pair for blocking callers (what C, Java, Go and Python use): `redlock_core::blocking`
+//! vs the same raw commands on a plain (sync) redis-rs connection, each on its own thread.
 
 use std::time::{Duration, Instant};
 
@@ -56,7 +58,26 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     raw_cycles(&mut raw, warm).await?;
     let rtt = ctx.admin.ping_p50_us(ctx.pings()).await?;
 
+    let blocking_lock = redlock_core::blocking::Client::from_builder(
+        Client::builder(&ctx.url).prefix(ctx.prefix("p1b")),
+    )?
+    .lock("uncontended")?;
+    let mut raw_sync = RawSync {
+        conn: redis::Client::open(ctx.url.as_str())?.get_connection()?,
+        script: redis::Script::new(COMPARE_AND_DELETE),
+        key: format!("{}:raw-sync", ctx.prefix("p1b")),
+        token: Owner::random().token().to_owned(),
+    };
+    let (blocking_lock, raw_sync) = on_plain_thread(move || -> R<_> {
+        ours_blocking(&blocking_lock, &owner_b(), warm)?;
+        raw_sync_cycles(&mut raw_sync, warm)?;
+        Ok((blocking_lock, raw_sync))
+    })
+    .await?;
+    let (mut blocking_lock, mut raw_sync) = (Some(blocking_lock), Some(raw_sync));
+
     let (mut a, mut b) = (Side::default(), Side::default());
+    let (mut c, mut d) = (Side::default(), Side::default());
     for rep in 0..reps {
         let order = if rep % 2 == 0 {
             [true, false]
@@ -64,6 +85,34 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
             [false, true]
         };
         for is_ours in order {
+            // The blocking pair, on threads of their own, in the same order.
+            let before = ctx.admin.commandstats().await?;
+            let (bl, rs) = (blocking_lock.take().unwrap(), raw_sync.take().unwrap());
+            let (bl, rs, (elapsed, lat)) = on_plain_thread(move || -> R<_> {
+                let mut rs = rs;
+                let run = if is_ours {
+                    ours_blocking(&bl, &owner_b(), cycles)?
+                } else {
+                    raw_sync_cycles(&mut rs, cycles)?
+                };
+                Ok((bl, rs, run))
+            })
+            .await?;
+            (blocking_lock, raw_sync) = (Some(bl), Some(rs));
+            let d_stats = ctx.admin.commandstats().await?.since(&before);
+            let side = if is_ours { &mut c } else { &mut d };
+            side.rates.push(cycles as f64 / secs(elapsed));
+            side.p50_us.push(percentile(&sorted(lat.clone()), 50.0));
+            side.lat_us.extend(lat);
+            let usec = if is_ours {
+                d_stats.usec(&["evalsha", "eval"])
+            } else {
+                d_stats.usec(&["set", "evalsha", "eval"])
+            };
+            side.redis_usec.push(usec as f64 / cycles as f64);
+            let trips = d_stats.round_trips() + if is_ours { 0 } else { d_stats.calls(&["set"]) };
+            side.round_trips.push(trips as f64 / cycles as f64);
+
             let before = ctx.admin.commandstats().await?;
             let (elapsed, lat) = if is_ours {
                 ours(&lock, &owner, cycles).await?
@@ -90,6 +139,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     client.close();
 
     let ratio = median(&a.rates) / median(&b.rates);
+    let blocking_ratio = median(&c.rates) / median(&d.rates);
     let series = |name: &str, s: &Side| {
         let p50 = median(&s.p50_us);
         let redis = median(&s.redis_usec);
@@ -111,7 +161,10 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     };
     let ours_series = series("redlock-rust", &a);
     let raw_series = series("redis-rs raw (SET NX PX + EVALSHA)", &b);
+    let blocking_series = series("redlock-rust blocking", &c);
+    let raw_sync_series = series("redis-rs raw sync connection", &d);
     println!("  PING rtt p50 {rtt:.1} µs; ratio redlock-rust / raw {ratio:.3}x (target >= 0.9x)");
+    println!("  blocking callers: redlock-rust blocking / raw sync {blocking_ratio:.3}x");
     Ok(Fragment {
         goal: "P1".into(),
         title: "Rust: uncontended acquire+release vs raw redis-rs".into(),
@@ -121,12 +174,23 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
             value: crate::common::r3(ratio),
             met: ratio >= 0.9,
         },
-        series: vec![ours_series, raw_series],
+        series: vec![
+            ours_series.extra(
+                "blocking_vs_raw_sync_ratio",
+                crate::common::r3(blocking_ratio),
+            ),
+            raw_series,
+            blocking_series,
+            raw_sync_series,
+        ],
         notes: format!(
             "{reps} interleaved reps (order swapped each rep) x {cycles} cycles after {warm} warm-up \
              cycles; one task; ours: Lock::acquire(owner, wait None, lease 10 s) + release; raw: \
              SET NX PX 10000 + EVALSHA compare-and-delete on one multiplexed redis-rs connection; \
-             Redis usec from INFO commandstats deltas of the top-level commands"
+             Redis usec from INFO commandstats deltas of the top-level commands; the headline is \
+             the async pair; the blocking pair (redlock_core::blocking, used by every other \
+             language, vs the raw commands on a sync redis-rs connection) runs interleaved with it, \
+             each cycle loop on a blocking thread"
         ),
     })
 }
@@ -171,4 +235,69 @@ async fn raw_cycles(raw: &mut Raw, cycles: usize) -> R<(Duration, Vec<f64>)> {
         }
     }
     Ok((started.elapsed(), lat))
+}
+
+fn owner_b() -> Owner {
+    static OWNER: std::sync::OnceLock<Owner> = std::sync::OnceLock::new();
+    OWNER.get_or_init(Owner::random).clone()
+}
+
+struct RawSync {
+    conn: redis::Connection,
+    script: redis::Script,
+    key: String,
+    token: String,
+}
+
+fn ours_blocking(
+    lock: &redlock_core::blocking::Lock,
+    owner: &Owner,
+    cycles: usize,
+) -> R<(Duration, Vec<f64>)> {
+    let mut lat = Vec::with_capacity(cycles);
+    let started = Instant::now();
+    for _ in 0..cycles {
+        let t = Instant::now();
+        lock.acquire(owner, None, Some(LEASE))?;
+        let left = lock.release(owner)?;
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+        if left != 0 {
+            return Err(format!("release left {left} holds").into());
+        }
+    }
+    Ok((started.elapsed(), lat))
+}
+
+fn raw_sync_cycles(raw: &mut RawSync, cycles: usize) -> R<(Duration, Vec<f64>)> {
+    let mut lat = Vec::with_capacity(cycles);
+    let started = Instant::now();
+    for _ in 0..cycles {
+        let t = Instant::now();
+        let ok: Option<String> = redis::cmd("SET")
+            .arg(&raw.key)
+            .arg(&raw.token)
+            .arg("NX")
+            .arg("PX")
+            .arg(LEASE.as_millis() as u64)
+            .query(&mut raw.conn)?;
+        let deleted: i64 = raw
+            .script
+            .key(&raw.key)
+            .arg(&raw.token)
+            .invoke(&mut raw.conn)?;
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+        if ok.is_none() || deleted != 1 {
+            return Err("raw lock cycle failed: the key was taken".into());
+        }
+    }
+    Ok((started.elapsed(), lat))
+}
+
+/// Runs `f` on a plain thread, as a C, Java or Python caller would (a tokio blocking-pool thread
+/// is inside the runtime, where the blocking API must hand each call to a helper thread).
+async fn on_plain_thread<T: Send + 'static>(f: impl FnOnce() -> R<T> + Send + 'static) -> R<T> {
+    let thread = std::thread::spawn(f);
+    tokio::task::spawn_blocking(move || thread.join())
+        .await?
+        .map_err(|_| "a bench thread panicked")?
 }
