@@ -303,7 +303,10 @@ impl Lock {
 
     /// One round trip on this thread's own socket (see [`block_on`]).
     pub fn release(&self, owner: &Owner) -> Result<u32> {
-        self.current()?.release_direct(owner)
+        let lock = self.current()?;
+        // No future to drive, but a lost hold's callback is spawned on the runtime.
+        let _runtime = runtime().enter();
+        lock.release_direct(owner)
     }
 
     pub fn extend(&self, owner: &Owner, lease: Duration) -> Result<()> {

@@ -160,3 +160,28 @@ fn a_direct_call_that_times_out_never_reads_its_late_reply_later() {
     client.close();
     assert_eq!(lock.release(&me).unwrap_err(), Error::Closed);
 }
+
+#[test]
+fn a_direct_release_of_a_lost_hold_reports_it_and_runs_the_callback() {
+    let server = RedisServer::start();
+    let lost = Arc::new(AtomicU64::new(0));
+    let counter = lost.clone();
+    let client = Client::from_builder(redlock_core::Client::builder(server.url()).on_lock_lost(
+        move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        },
+    ))
+    .unwrap();
+    let lock = client.lock("direct-lost").unwrap();
+    let me = Owner::random();
+    lock.acquire(&me, Some(Duration::ZERO), None).unwrap(); // kept by the watchdog
+    let admin = Client::connect(&server.url()).unwrap();
+    assert!(admin.force_unlock("direct-lost").unwrap());
+    // Called from a plain thread, outside any runtime: the callback still runs.
+    assert_eq!(lock.release(&me).unwrap_err(), Error::LockLost);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lost.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(lost.load(Ordering::SeqCst), 1);
+}

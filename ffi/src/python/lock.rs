@@ -1,7 +1,9 @@
 //! `NativeLock`: one view (read or write) of a lock name, for any owner token.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 use redlock_core::{AcquireOptions, Error, Hold, Mode, blocking};
 
@@ -18,6 +20,9 @@ pub struct NativeLock {
     client: blocking::Client,
     lock: blocking::Lock,
     holds: Arc<HoldBook>,
+    /// Acquires still waiting after their first slice, until Python takes them by ticket.
+    parked: Mutex<HashMap<u64, Arc<PendingAcquire>>>,
+    next_ticket: AtomicU64,
 }
 
 impl NativeLock {
@@ -26,6 +31,8 @@ impl NativeLock {
             client,
             lock,
             holds: Arc::default(),
+            parked: Mutex::default(),
+            next_ticket: AtomicU64::new(1),
         }
     }
 
@@ -59,39 +66,54 @@ impl NativeLock {
         self.lock.name().to_owned()
     }
 
-    /// Acquires, blocking the calling thread (not the GIL) for at most `first_wait` seconds.
-    /// `None`: the hold is the caller's. `Some(pending)`: still waiting; the acquire goes on in
-    /// the background, keeping its place, and `pending` waits for it or cancels it.
+    /// Acquires for the owner with id `owner_id` ([`NativeOwner::id`]), blocking the calling
+    /// thread (not the GIL) for at most `first_wait` seconds. `0`: the hold is the caller's.
+    /// Otherwise still waiting: the acquire goes on in the background, keeping its place, and
+    /// the number is a ticket for [`NativeLock::take_pending`], whose result waits for it or
+    /// cancels it. (Numbers, not objects, keep the generated Python code's FFI calls few.)
     ///
     /// `wait`: seconds, negative = forever, 0 = try once; `lease`: seconds, negative = kept
     /// alive by the watchdog until released. The uncontended case runs on the calling thread
-    /// with no task hand-off.
+    /// with no task hand-off, over its own socket.
     pub fn acquire(
         &self,
-        owner: Arc<NativeOwner>,
+        owner_id: u64,
         wait: f64,
         lease: f64,
         first_wait: f64,
-    ) -> Result<Option<Arc<PendingAcquire>>, NativeError> {
+    ) -> Result<u64, NativeError> {
         let first_wait = seconds("first_wait", first_wait)?;
+        let owner = NativeOwner::by_id(owner_id)?;
         let (view, owner, options) = self.prepare(&owner, wait, lease)?;
         let mut acquiring = acquiring(view.clone(), owner.clone(), options);
-        // The timer must be made inside the runtime, hence the async block.
-        let done =
-            blocking::block_on(async { tokio::time::timeout(first_wait, &mut acquiring).await });
+        // The first poll makes the first attempt on this thread (see the core's `direct`); only
+        // an acquire still waiting after it needs the timer, which must be made inside the
+        // runtime, hence the async block.
+        let done = blocking::block_on(async {
+            let first = std::future::poll_fn(|cx| Poll::Ready(acquiring.as_mut().poll(cx))).await;
+            match first {
+                Poll::Ready(result) => Ok(result),
+                Poll::Pending => tokio::time::timeout(first_wait, &mut acquiring).await,
+            }
+        });
         match done {
             Ok(Ok(hold)) => {
                 self.holds.record(&hold);
-                Ok(None)
+                Ok(0)
             }
             Ok(Err(err)) => Err(err.into()),
-            Err(_still_waiting) => Ok(Some(PendingAcquire::start(
-                acquiring,
-                view,
-                owner,
-                self.holds.clone(),
-            ))),
+            Err(_still_waiting) => {
+                let pending = PendingAcquire::start(acquiring, view, owner, self.holds.clone());
+                let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+                self.parked.lock().unwrap().insert(ticket, pending);
+                Ok(ticket)
+            }
         }
+    }
+
+    /// The acquire still waiting under `ticket` (see [`NativeLock::acquire`]); once only.
+    pub fn take_pending(&self, ticket: u64) -> Option<Arc<PendingAcquire>> {
+        self.parked.lock().unwrap().remove(&ticket)
     }
 
     /// Starts an acquire on the shared runtime without blocking at all (for asyncio); see
@@ -112,9 +134,10 @@ impl NativeLock {
         ))
     }
 
-    /// Releases one hold of `owner`; returns how many holds it still has in this mode.
-    pub fn release(&self, owner: Arc<NativeOwner>) -> Result<u32, NativeError> {
-        let owner = owner.owner.clone();
+    /// Releases one hold of the owner with id `owner_id`; returns how many holds it still has
+    /// in this mode.
+    pub fn release(&self, owner_id: u64) -> Result<u32, NativeError> {
+        let owner = NativeOwner::by_id(owner_id)?.owner.clone();
         let result = self.lock.release(&owner);
         self.holds.after_release(owner.token(), &result);
         Ok(result?)

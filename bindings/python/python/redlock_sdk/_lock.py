@@ -90,14 +90,18 @@ class Lock:
             wait = _args.wait_seconds(blocking, timeout)
             lease_s = _args.lease_seconds(lease)
         try:
-            pending = self._native.acquire(self._caller().native, wait, lease_s, _SLICE)
+            ticket = self._native.acquire(self._caller().id, wait, lease_s, _SLICE)
         except NativeError.Timeout:
             return False
         except NATIVE_ERRORS as e:
             raise translate(e) from None
-        if pending is None:
+        if ticket == 0:
             return True
+        pending = None
         try:
+            pending = self._native.take_pending(ticket)
+            if pending is None:  # cannot happen: the ticket was just handed out
+                raise RuntimeError("redlock: lost track of a waiting acquire")
             while not pending.wait(_SLICE):
                 pass
             return True
@@ -106,7 +110,11 @@ class Lock:
         except NATIVE_ERRORS as e:
             raise translate(e) from None
         except BaseException:
-            pending.cancel()  # Ctrl-C or another exception: leave nothing held behind
+            # Ctrl-C or another exception: leave nothing held behind.
+            if pending is None:
+                pending = self._native.take_pending(ticket)
+            if pending is not None:
+                pending.cancel()
             raise
 
     def release(self) -> int:
@@ -116,7 +124,7 @@ class Lock:
         ``LockLostError`` if the watchdog was keeping it and Redis lost it.
         """
         try:
-            return self._native.release(self._caller().native)
+            return self._native.release(self._caller().id)
         except NATIVE_ERRORS as e:
             raise translate(e) from None
 

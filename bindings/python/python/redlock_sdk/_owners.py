@@ -19,11 +19,12 @@ from ._native import NativeOwner
 class Owner:
     """An owner token with its native handle (made once, passed to every lock call)."""
 
-    __slots__ = ("native", "token")
+    __slots__ = ("id", "native", "token")
 
     def __init__(self, native: NativeOwner) -> None:
         self.native = native
         self.token = native.token()
+        self.id = native.id()  # names the owner in the hot native calls (see NativeOwner::id)
 
     @classmethod
     def random(cls, label: str) -> Owner:
