@@ -2,16 +2,15 @@ package redlock
 
 // The shared conformance scenarios (tests/conformance/scenarios.txt, format in its README.md),
 // run against the test redis-server through the Go API. Every language runs the same file; the
-// Rust core's runner (core/tests/conformance.rs) is the reference for the semantics.
+// Rust core's runner (core/tests/conformance.rs) is the reference for the semantics. This file
+// reads the scenarios and runs them; conformance_steps_test.go runs their steps.
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -76,89 +75,14 @@ func parseScenarios(t *testing.T, text string) []confScenario {
 	return scenarios
 }
 
-// confVerdict is the contract's name for a result: "ok" or an error kind in snake case.
-// ErrLockLost is checked before ErrNotHeld in case one error ever matches both.
-func confVerdict(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, ErrTimeout):
-		return "timeout"
-	case errors.Is(err, ErrUpgradeNotAllowed):
-		return "upgrade_not_allowed"
-	case errors.Is(err, ErrLockLost):
-		return "lock_lost"
-	case errors.Is(err, ErrNotHeld):
-		return "not_held"
-	}
-	return fmt.Sprintf("unexpected error %v", err)
-}
-
-type confResult struct {
-	hold *Hold
-	err  error
-}
-
-// confRun is the state of one scenario.
-type confRun struct {
-	clients    [2]*Client
-	name       string
-	owners     map[string]*Owner // by letter, as used on client 1
-	fences     map[string]uint64
-	background map[string]chan confResult
-	ctx        context.Context // ends background waits when the scenario ends
-	wg         sync.WaitGroup
-}
-
-// owner maps "A" to client 1 and A's owner, "A@2" to client 2 and an owner made from A's token.
-func (r *confRun) owner(spec string) (int, *Owner, error) {
-	letter, client := spec, 0
-	if l, c, ok := strings.Cut(spec, "@"); ok {
-		if c != "2" {
-			return 0, nil, fmt.Errorf("unknown client in owner %q", spec)
-		}
-		letter, client = l, 1
-	}
-	owner, ok := r.owners[letter]
-	if !ok {
-		owner = NewOwner()
-		r.owners[letter] = owner
-	}
-	if client == 1 {
-		handed, err := OwnerFromToken(owner.Token())
-		if err != nil {
-			return 0, nil, fmt.Errorf("owner from token: %v", err)
-		}
-		owner = handed
-	}
-	return client, owner, nil
-}
-
-func (r *confRun) view(client int, target string) (*Lock, error) {
-	c := r.clients[client]
-	switch target {
-	case "lock":
-		return c.Lock(r.name)
-	case "read", "write":
-		rw, err := c.ReadWriteLock(r.name)
-		if err != nil {
-			return nil, err
-		}
-		if target == "read" {
-			return rw.Read(), nil
-		}
-		return rw.Write(), nil
-	}
-	return nil, fmt.Errorf("unknown target %q", target)
-}
-
-// msArg is a duration argument in milliseconds; ok is false when absent or "watchdog".
+// msArg is a duration argument in milliseconds (negative values too); ok is false when absent
+// or "watchdog".
 func (s *confStep) msArg(key string) (d time.Duration, ok bool, err error) {
 	v, present := s.args[key]
 	if !present || v == "watchdog" {
 		return 0, false, nil
 	}
-	ms, err := strconv.ParseUint(v, 10, 63)
+	ms, err := strconv.ParseInt(v, 10, 63)
 	if err != nil {
 		return 0, false, fmt.Errorf("%s=%s: not milliseconds", key, v)
 	}
@@ -173,174 +97,59 @@ func (s *confStep) mustMs(key string) (time.Duration, error) {
 	return d, err
 }
 
-// acquire runs one acquire: wait=0 (or none) tries once, wait=N waits under a deadline of N ms;
-// lease=N is a fixed lease, lease=watchdog (or none) leaves the hold to the watchdog.
-func confAcquire(ctx context.Context, lock *Lock, owner *Owner, step *confStep) (*Hold, error) {
-	wait, waits, err := step.msArg("wait")
-	if err != nil {
-		return nil, err
+// notApplicable says why Go cannot pass a step's invalid argument at all (README: "What a
+// language cannot express"), or "" when it can.
+func (s *confStep) notApplicable() string {
+	if strings.Join(s.expect, " ") != "invalid_argument" || (s.verb != "acquire" && s.verb != "acquire&") {
+		return ""
 	}
-	lease, fixed, err := step.msArg("lease")
-	if err != nil {
-		return nil, err
+	if lease, fixed, _ := s.msArg("lease"); fixed && lease == 0 {
+		return "WithLease(0) means no fixed lease (the watchdog keeps the hold)"
 	}
-	var opts []AcquireOption
-	if fixed {
-		opts = append(opts, WithLease(lease))
+	if wait, waits, _ := s.msArg("wait"); waits && wait < 0 {
+		return "the wait is the context's deadline: one in the past is a timeout, not an argument"
 	}
-	if !waits || wait == 0 {
-		return lock.TryAcquire(ctx, owner, opts...)
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	return lock.Acquire(waitCtx, owner, opts...)
+	return ""
 }
 
-// checkAcquired checks `ok [count=N] [fence=T] [fence>T]`, or an error verdict.
-func (r *confRun) checkAcquired(hold *Hold, err error, expect []string) error {
-	if len(expect) == 0 {
-		return errors.New("no expected verdict")
+// clientOptions are the options of both clients of a scenario: key prefix "conformance", the
+// `clients` directive's settings (its first step, if any), and alerts recorded in `alerts`.
+func clientOptions(scenario *confScenario, alerts *confAlerts) ([]Option, error) {
+	opts := []Option{WithPrefix("conformance"), OnContention(alerts.record)}
+	if len(scenario.steps) == 0 || scenario.steps[0].verb != "clients" {
+		return opts, nil
 	}
-	if got := confVerdict(err); got != expect[0] {
-		return fmt.Errorf("expected %s, got %s", expect[0], got)
-	}
-	if err != nil {
-		return nil
-	}
-	fence := hold.FencingToken()
-	for _, check := range expect[1:] {
-		if n, ok := strings.CutPrefix(check, "count="); ok {
-			if strconv.Itoa(hold.HoldCount()) != n {
-				return fmt.Errorf("expected %s, got hold count %d", check, hold.HoldCount())
+	step := &scenario.steps[0]
+	var after time.Duration
+	attempts := 0
+	for key, value := range step.args {
+		switch key {
+		case "lease":
+			lease, err := step.mustMs(key)
+			if err != nil {
+				return nil, err
 			}
-		} else if name, ok := strings.CutPrefix(check, "fence>"); ok {
-			bound, known := r.fences[name]
-			if !known {
-				return fmt.Errorf("%s: fence %s is not bound yet", check, name)
+			opts = append(opts, WithDefaultLease(lease))
+		case "alert_after":
+			d, err := step.mustMs(key)
+			if err != nil {
+				return nil, err
 			}
-			if fence <= bound {
-				return fmt.Errorf("expected %s, got fencing token %d, not above %s=%d", check, fence, name, bound)
+			after = d
+		case "alert_attempts":
+			n, err := strconv.Atoi(value)
+			if err != nil {
+				return nil, fmt.Errorf("alert_attempts=%s: not a number", value)
 			}
-		} else if name, ok := strings.CutPrefix(check, "fence="); ok {
-			bound, known := r.fences[name]
-			if !known {
-				r.fences[name] = fence
-				bound = fence
-			}
-			if fence != bound {
-				return fmt.Errorf("expected %s, got fencing token %d, not %s=%d", check, fence, name, bound)
-			}
-		} else {
-			return fmt.Errorf("unknown check %q", check)
+			attempts = n
+		default:
+			return nil, fmt.Errorf("unknown client setting %s", key)
 		}
 	}
-	return nil
-}
-
-func (r *confRun) step(step *confStep) error {
-	want := strings.Join(step.expect, " ")
-	check := func(got string) error {
-		if got != want {
-			return fmt.Errorf("expected %s, got %s", want, got)
-		}
-		return nil
+	if after != 0 || attempts != 0 {
+		opts = append(opts, WithContentionAlert(after, attempts))
 	}
-	switch step.verb {
-	case "sleep":
-		d, err := step.mustMs("ms")
-		if err != nil {
-			return err
-		}
-		time.Sleep(d)
-		return nil
-	case "locked":
-		read, err := r.view(1, "read")
-		if err != nil {
-			return err
-		}
-		write, err := r.view(1, "write")
-		if err != nil {
-			return err
-		}
-		readLocked, err := read.IsLocked(bg)
-		if err != nil {
-			return fmt.Errorf("expected %s, got error %v", want, err)
-		}
-		writeLocked, err := write.IsLocked(bg)
-		if err != nil {
-			return fmt.Errorf("expected %s, got error %v", want, err)
-		}
-		return check(strconv.FormatBool(readLocked || writeLocked))
-	case "force_unlock":
-		held, err := r.clients[1].ForceUnlock(bg, r.name)
-		if err != nil {
-			return fmt.Errorf("expected %s, got error %v", want, err)
-		}
-		return check(strconv.FormatBool(held))
-	}
-
-	client, owner, err := r.owner(step.owner)
-	if err != nil {
-		return err
-	}
-	if step.target == "" {
-		return errors.New("a target is needed")
-	}
-	lock, err := r.view(client, step.target)
-	if err != nil {
-		return err
-	}
-	switch step.verb {
-	case "acquire":
-		hold, err := confAcquire(bg, lock, owner, step)
-		return r.checkAcquired(hold, err, step.expect)
-	case "acquire&":
-		if _, busy := r.background[step.owner]; busy {
-			return fmt.Errorf("%s already has a background acquire", step.owner)
-		}
-		done := make(chan confResult, 1)
-		r.background[step.owner] = done
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			hold, err := confAcquire(r.ctx, lock, owner, step)
-			done <- confResult{hold, err}
-		}()
-		return nil
-	case "await":
-		done, ok := r.background[step.owner]
-		if !ok {
-			return fmt.Errorf("no background acquire of %s to await", step.owner)
-		}
-		delete(r.background, step.owner)
-		result := <-done
-		return r.checkAcquired(result.hold, result.err, step.expect)
-	case "release":
-		remaining, err := lock.Release(bg, owner)
-		if err == nil && len(step.expect) > 1 {
-			return check(fmt.Sprintf("ok remaining=%d", remaining))
-		}
-		return check(confVerdict(err))
-	case "extend":
-		lease, err := step.mustMs("lease")
-		if err != nil {
-			return err
-		}
-		return check(confVerdict(lock.Extend(bg, owner, lease)))
-	case "held_by":
-		held, err := lock.IsHeldBy(bg, owner)
-		if err != nil {
-			return fmt.Errorf("expected %s, got error %v", want, err)
-		}
-		return check(strconv.FormatBool(held))
-	case "hold_count":
-		count, err := lock.HoldCount(bg, owner)
-		if err != nil {
-			return fmt.Errorf("expected %s, got error %v", want, err)
-		}
-		return check(strconv.Itoa(count))
-	}
-	return fmt.Errorf("unknown verb %q", step.verb)
+	return opts, nil
 }
 
 func TestConformanceScenarios(t *testing.T) {
@@ -352,18 +161,26 @@ func TestConformanceScenarios(t *testing.T) {
 	if len(scenarios) < 10 {
 		t.Fatalf("the scenario file was not read: %d scenarios", len(scenarios))
 	}
-	for n, scenario := range scenarios {
+	for n := range scenarios {
+		scenario := &scenarios[n]
 		t.Run(scenario.title, func(t *testing.T) {
+			alerts := [2]*confAlerts{{}, {}}
+			var clients [2]*Client
+			for i := range clients {
+				opts, err := clientOptions(scenario, alerts[i])
+				if err != nil {
+					t.Fatalf("scenario %q (line %d): %v", scenario.title, scenario.line, err)
+				}
+				clients[i] = connect(t, opts...)
+			}
 			// Cleanups run last-in first-out: the background waits end before the clients close.
 			run := &confRun{
-				clients: [2]*Client{
-					connect(t, WithPrefix("conformance")),
-					connect(t, WithPrefix("conformance")),
-				},
+				clients:    clients,
+				alerts:     alerts,
 				name:       fmt.Sprintf("conformance:%d:%s", n, NewOwner().Token()),
 				owners:     map[string]*Owner{},
 				fences:     map[string]uint64{},
-				background: map[string]chan confResult{},
+				background: map[string]*confBackground{},
 			}
 			ctx, cancel := context.WithCancel(bg)
 			run.ctx = ctx
@@ -371,8 +188,16 @@ func TestConformanceScenarios(t *testing.T) {
 				cancel()
 				run.wg.Wait()
 			})
-			for i := range scenario.steps {
-				step := &scenario.steps[i]
+			steps := scenario.steps
+			if len(steps) > 0 && steps[0].verb == "clients" {
+				steps = steps[1:] // applied when the clients were made
+			}
+			for i := range steps {
+				step := &steps[i]
+				if why := step.notApplicable(); why != "" {
+					t.Logf("n/a line %d `%s`: %s", step.line, step.text, why)
+					continue
+				}
 				if err := run.step(step); err != nil {
 					t.Fatalf("scenario %q (line %d), line %d: %s: %v",
 						scenario.title, scenario.line, step.line, step.text, err)

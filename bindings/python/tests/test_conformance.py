@@ -1,72 +1,30 @@
 """The shared conformance scenarios (``tests/conformance/scenarios.txt``), run against a real
 redis-server through the Python API. Every language runs the same file; the format and the
-verbs are described in ``tests/conformance/README.md``, and the Rust runner
-(``core/tests/conformance.rs``) is the reference for their meaning.
+verbs are described in ``tests/conformance/README.md`` (parsed by ``conformance_format``), and
+the Rust runner (``core/tests/conformance.rs``) is the reference for their meaning.
+
+Foreground steps use the sync API; background acquires (``acquire&``) run as asyncio tasks on an
+event loop of the scenario's own, so that ``cancel`` is Python's own cancellation (a task
+cancel).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 import redlock_sdk as rl
-
-SCENARIOS = Path(__file__).resolve().parents[3] / "tests" / "conformance" / "scenarios.txt"
+from conformance_format import ALERT_SETTLE, ALERT_WAIT, SCENARIOS, Scenario, Step, parse, seconds
 
 # How long `await` waits for a background acquire beyond its own wait before calling it hung.
 _AWAIT_GRACE = 30.0
-
-
-@dataclass
-class Step:
-    line: int
-    text: str
-    owner: str
-    verb: str
-    target: str | None
-    args: dict[str, str]
-    expect: list[str]
-
-
-@dataclass
-class Scenario:
-    line: int
-    title: str
-    steps: list[Step] = field(default_factory=list)
-
-
-def parse(text: str) -> list[Scenario]:
-    scenarios: list[Scenario] = []
-    for n, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("scenario "):
-            scenarios.append(Scenario(n, line[len("scenario ") :].strip()))
-            continue
-        call, _, expect = line.partition("->")
-        words = call.split()
-        if len(words) < 2:
-            raise ValueError(f"{SCENARIOS}:{n}: a step needs an owner and a verb: {line!r}")
-        target = None
-        args: dict[str, str] = {}
-        for word in words[2:]:
-            key, eq, value = word.partition("=")
-            if eq:
-                args[key] = value
-            else:
-                target = word
-        if not scenarios:
-            raise ValueError(f"{SCENARIOS}:{n}: a step before any scenario")
-        scenarios[-1].steps.append(Step(n, line, words[0], words[1], target, args, expect.split()))
-    return scenarios
-
 
 ALL_SCENARIOS = parse(SCENARIOS.read_text(encoding="utf-8"))
 
@@ -79,18 +37,27 @@ class StepFailed(AssertionError):
     pass
 
 
+def error_verdict(e: BaseException) -> str:
+    """The contract's name for an error (an error kind in snake case), or a failure."""
+    if isinstance(e, rl.InvalidArgumentError):
+        return "invalid_argument"
+    if isinstance(e, rl.UpgradeNotAllowedError):
+        return "upgrade_not_allowed"
+    if isinstance(e, rl.LockLostError):  # before NotHeldError: it is a subclass
+        return "lock_lost"
+    if isinstance(e, rl.NotHeldError):
+        return "not_held"
+    if isinstance(e, rl.ClientClosedError):
+        return "closed"
+    return f"unexpected error {type(e).__name__}: {e}"
+
+
 def verdict(call: Callable[[], Any]) -> tuple[str, Any]:
     """The contract's name for a call's outcome (``ok`` or an error kind), and its value."""
     try:
         value = call()
-    except rl.UpgradeNotAllowedError:
-        return "upgrade_not_allowed", None
-    except rl.LockLostError:  # before NotHeldError: it is a subclass
-        return "lock_lost", None
-    except rl.NotHeldError:
-        return "not_held", None
     except Exception as e:
-        return f"unexpected error {type(e).__name__}: {e}", None
+        return error_verdict(e), None
     return "ok", value
 
 
@@ -101,34 +68,61 @@ def acquire_verdict(call: Callable[[], bool]) -> str:
     return got
 
 
-def seconds(ms: str) -> float:
-    return int(ms) / 1000
-
-
 class Background:
-    """An ``acquire&``: the acquire runs in a thread; ``await`` joins it."""
+    """An ``acquire&``: an asyncio task on the run's event loop; ``await`` and ``cancel`` wait
+    for its outcome (``outcome`` is set however the task ends)."""
 
-    def __init__(self, call: Callable[[], bool], lock: rl.Lock, wait: float | None) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, lock: rl.Lock, wait: float | None, lease: Any
+    ) -> None:
         self.lock = lock
         self.wait = wait
-        self.result: str | None = None
-        self.thread = threading.Thread(target=self._run, name="conformance acquire&", daemon=True)
-        self._call = call
-        self.thread.start()
+        self.outcome: concurrent.futures.Future[str] = concurrent.futures.Future()
+        self.task = asyncio.run_coroutine_threadsafe(self._acquire(lease), loop)
 
-    def _run(self) -> None:
-        self.result = acquire_verdict(self._call)
+    async def _acquire(self, lease: float | None) -> None:
+        try:
+            if self.wait == 0:
+                got = await self.lock.acquire_async(blocking=False, lease=lease)
+            else:
+                got = await self.lock.acquire_async(timeout=self.wait, lease=lease)
+            self.outcome.set_result("ok" if got else "timeout")
+        except asyncio.CancelledError:
+            self.outcome.set_result("cancelled")
+        except Exception as e:
+            self.outcome.set_result(error_verdict(e))
+
+    def result(self) -> str | None:
+        """The outcome, or ``None`` if the task is still running after its wait and a grace."""
+        try:
+            return self.outcome.result((self.wait or 0.0) + _AWAIT_GRACE)
+        except concurrent.futures.TimeoutError:
+            return None
 
 
 class Run:
-    def __init__(self, clients: tuple[rl.Client, rl.Client], name: str) -> None:
-        self.clients = clients
+    def __init__(self, scenario: Scenario, url: str, name: str) -> None:
+        settings = scenario.client_settings()
+        self.alerts: tuple[list[str], list[str]] = ([], [])
+        self.clients = tuple(
+            rl.Client(url, prefix="conformance", on_contention=self._recorder(i), **settings)
+            for i in range(2)
+        )
         self.name = name
         self.owners: dict[str, str] = {}
         self.fences: dict[str, int] = {}
         self.background: dict[str, Background] = {}
+        self.loop = asyncio.new_event_loop()
+        self.loop_thread = threading.Thread(
+            target=self.loop.run_forever, name="conformance acquire&", daemon=True
+        )
+        self.loop_thread.start()
 
-    def owner(self, spec: str) -> tuple[rl.Client, str]:
+    def _recorder(self, client: int) -> Callable[[rl.ContentionAlert], None]:
+        # list.append is atomic: no lock needed between the callback thread and the steps.
+        return lambda alert: self.alerts[client].append(alert.owner)
+
+    def owner(self, spec: str) -> tuple[int, str]:
         letter, at, client = spec.partition("@")
         if at and client == "2":
             index = 1  # the same token on client 2 (a hand-off)
@@ -137,7 +131,7 @@ class Run:
         token = self.owners.get(letter)
         if token is None:
             token = self.owners[letter] = rl.new_owner_token()
-        return self.clients[index], token
+        return index, token
 
     def view(self, client: rl.Client, target: str | None, owner: str | None) -> rl.Lock:
         if target == "lock":
@@ -185,6 +179,77 @@ class Run:
             else:
                 raise StepFailed(f"unknown check {check!r}")
 
+    @staticmethod
+    def check_inspect(
+        call: Callable[[], dict[str, Any]], holder: tuple[str, str] | None, expect: list[str]
+    ) -> None:
+        """Checks ``ok [mode=M] [holders=N] [count=N] [label=T]``; ``holder`` is OWNER's token
+        and TARGET's mode (``None`` for ``-``)."""
+        got, info = verdict(call)
+        if got != "ok" or expect[:1] != ["ok"]:
+            if got != " ".join(expect):
+                raise StepFailed(f"expected {' '.join(expect)}, got {got}")
+            return
+        holds = [h for h in info["holders"] if (h["owner"], h["mode"]) == holder]
+        hold = holds[0] if holds else None
+        for check in expect[1:]:
+            key, _, want = check.partition("=")
+            if key == "mode":
+                value = info["mode"] or "none"
+            elif key == "holders":
+                value = info["holder_count"]
+            elif key in ("count", "label") and holder is None:
+                raise StepFailed(f"{check} needs an owner and a target")
+            elif key == "count":
+                value = 0 if hold is None else hold["hold_count"]
+            elif key == "label":
+                if hold is None:
+                    raise StepFailed(f"expected {check}, got no such hold in {info}")
+                value = hold["thread"]
+            else:
+                raise StepFailed(f"unknown inspect check {check!r}")
+            if str(value) != want:
+                raise StepFailed(f"expected {check}, got {key}={value} in {info}")
+
+    def check_alerts(self, client: int, token: str, expect: list[str]) -> None:
+        """Waits for the client's alerts naming ``token`` to reach ``N`` (and stay exactly N)
+        or ``>=N`` (README: alerts are delivered asynchronously)."""
+        word = expect[0] if expect else ""
+        at_least = word.startswith(">=")
+        want = int(word[2:] if at_least else word)
+
+        def count() -> int:
+            return sum(1 for t in list(self.alerts[client]) if t == token)
+
+        deadline = time.monotonic() + ALERT_WAIT
+        while count() < want and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not at_least:
+            time.sleep(ALERT_SETTLE)
+        got = count()
+        if not (got >= want if at_least else got == want):
+            raise StepFailed(f"expected {word} alerts, got {got}")
+
+    def admin_step(self, step: Step, check: Callable[[str], None]) -> bool:
+        """The steps of OWNER ``-``; false for any other verb."""
+        verb = step.verb
+        if verb == "clients":
+            raise StepFailed("clients must be a scenario's first step")
+        if verb == "close":
+            self.clients[0].close()
+        elif verb == "sleep":
+            time.sleep(seconds(step.args["ms"]))
+        elif verb == "locked":
+            rw = self.clients[1].rw_lock(self.name)
+            check(str(rw.read_lock().locked() or rw.write_lock().locked()).lower())
+        elif verb == "force_unlock":
+            check(str(self.clients[1].force_unlock(self.name)).lower())
+        elif verb == "inspect":
+            self.check_inspect(lambda: self.clients[1].inspect(self.name), None, step.expect)
+        else:
+            return False
+        return True
+
     def step(self, step: Step) -> None:
         expect = step.expect
         wanted = " ".join(expect)
@@ -197,43 +262,46 @@ class Run:
             value = step.args.get(key)
             return None if value is None or value == "watchdog" else seconds(value)
 
+        if step.owner == "-" and self.admin_step(step, check):
+            return
         verb = step.verb
-        if verb == "sleep":
-            time.sleep(seconds(step.args["ms"]))
+        index, owner = self.owner(step.owner)
+        if verb == "alerts":
+            self.check_alerts(index, owner, expect)
             return
-        if verb == "locked":
-            rw = self.clients[1].rw_lock(self.name)
-            check(str(rw.read_lock().locked() or rw.write_lock().locked()).lower())
+        if verb in ("await", "cancel"):
+            task = self.background.pop(step.owner, None)
+            if task is None:
+                raise StepFailed(f"no acquire& of {step.owner} to {verb}")
+            if verb == "cancel":
+                task.task.cancel()  # cancels the asyncio task (thread-safe)
+            result = task.result()
+            if result is None:
+                raise StepFailed(f"expected {wanted}, got a background acquire still waiting")
+            if verb == "await":
+                self.check_acquired(result, task.lock, expect)
+            else:
+                check("ok" if result == "cancelled" else f"an acquire that had ended: {result}")
             return
-        if verb == "force_unlock":
-            check(str(self.clients[1].force_unlock(self.name)).lower())
+        try:
+            lock = self.view(self.clients[index], step.target, owner)
+        except rl.ClientClosedError as e:
+            check(error_verdict(e))  # a closed client refuses the handle
             return
-
-        client, owner = self.owner(step.owner)
-        lock = self.view(client, step.target, owner)
         if verb in ("acquire", "acquire&"):
             wait, lease = arg_seconds("wait"), arg_seconds("lease")
+            if verb == "acquire&":
+                if step.owner in self.background:
+                    raise StepFailed(f"{step.owner} already has a background acquire")
+                self.background[step.owner] = Background(self.loop, lock, wait, lease)
+                return
 
             def call() -> bool:
                 if wait == 0:
                     return lock.acquire(blocking=False, lease=lease)
                 return lock.acquire(timeout=wait, lease=lease)
 
-            if verb == "acquire":
-                self.check_acquired(acquire_verdict(call), lock, expect)
-            else:
-                if step.owner in self.background:
-                    raise StepFailed(f"{step.owner} already has a background acquire")
-                self.background[step.owner] = Background(call, lock, wait)
-        elif verb == "await":
-            task = self.background.pop(step.owner, None)
-            if task is None:
-                raise StepFailed(f"no acquire& of {step.owner} to await")
-            task.thread.join((task.wait or 0.0) + _AWAIT_GRACE)
-            if task.thread.is_alive():
-                raise StepFailed(f"expected {wanted}, got a background acquire still waiting")
-            assert task.result is not None
-            self.check_acquired(task.result, task.lock, expect)
+            self.check_acquired(acquire_verdict(call), lock, expect)
         elif verb == "release":
             got, remaining = verdict(lock.release)
             if got == "ok" and len(expect) > 1:
@@ -245,9 +313,13 @@ class Run:
                 raise StepFailed("extend needs lease=MS")
             check(verdict(lambda: lock.extend(lease=lease))[0])
         elif verb == "held_by":
-            check(str(lock.owned()).lower())
+            got, held = verdict(lock.owned)
+            check(str(held).lower() if got == "ok" else got)
         elif verb == "hold_count":
-            check(str(lock.hold_count))
+            got, count = verdict(lambda: lock.hold_count)
+            check(str(count) if got == "ok" else got)
+        elif verb == "inspect":
+            self.check_inspect(lock.inspect, (owner, lock.mode), expect)
         else:
             raise StepFailed(f"unknown verb {verb!r}")
 
@@ -255,20 +327,23 @@ class Run:
         for client in self.clients:
             client.close()  # also ends background acquires still waiting
         for task in self.background.values():
-            task.thread.join(5)
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                task.outcome.exception(5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.loop_thread.join(5)
+        self.loop.close()
 
 
 @pytest.mark.parametrize(
     ("index", "scenario"), list(enumerate(ALL_SCENARIOS)), ids=[s.title for s in ALL_SCENARIOS]
 )
 def test_scenario(redis_server: Any, index: int, scenario: Scenario) -> None:
-    clients = (
-        rl.Client(redis_server.url, prefix="conformance"),
-        rl.Client(redis_server.url, prefix="conformance"),
-    )
-    run = Run(clients, f"conformance:{index}:{uuid.uuid4().hex}")
+    unsupported = scenario.unsupported()
+    if unsupported is not None:
+        pytest.skip(f"not expressible in Python: {unsupported}")
+    run = Run(scenario, redis_server.url, f"conformance:{index}:{uuid.uuid4().hex}")
     try:
-        for step in scenario.steps:
+        for step in scenario.steps_to_run():
             why = None
             try:
                 run.step(step)

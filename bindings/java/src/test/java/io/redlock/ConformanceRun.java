@@ -1,0 +1,356 @@
+package io.redlock;
+
+import io.redlock.ConformanceScenarios.Step;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One conformance scenario's state: two clients, a lock name of its own, its owners, fences,
+ * background acquires and the contention alerts each client received; {@link #step} runs one step
+ * (verbs: {@code tests/conformance/README.md}).
+ */
+final class ConformanceRun implements AutoCloseable {
+  static final String PREFIX = "conformance";
+  /** How long {@code await} and {@code cancel} wait for a background acquire to end. */
+  static final Duration BACKGROUND_TIMEOUT = Duration.ofSeconds(45);
+
+  private final RedlockClient[] clients = new RedlockClient[2];
+  /** The waiting owner's token of every contention alert, per client. */
+  private final List<List<String>> alerts =
+      List.of(
+          Collections.synchronizedList(new ArrayList<>()),
+          Collections.synchronizedList(new ArrayList<>()));
+  private final String name;
+  /** Owner letter -> random token. */
+  private final Map<String, String> owners = new HashMap<>();
+  private final Map<String, Long> fences = new HashMap<>();
+  /**
+   * The lock objects, one per client, owner and target, kept for the scenario as an application
+   * keeps its lock: fencingToken() and the lost-hold report of unlock() are per object.
+   */
+  private final Map<String, DistributedLock> locks = new HashMap<>();
+  private final Map<String, DistributedReadWriteLock> readWriteLocks = new HashMap<>();
+  /** Background acquire per owner spec. */
+  private final Map<String, Background> background = new HashMap<>();
+
+  /** An {@code acquire&}: a thread of its own (the owner is the token, not the thread). */
+  private static final class Background {
+    final DistributedLock lock;
+    final Thread thread;
+    volatile String result;
+
+    Background(DistributedLock lock, Long wait, Long lease) {
+      this.lock = lock;
+      this.thread = new Thread(() -> result = acquire(lock, wait, lease), "conformance-acquire");
+      thread.setDaemon(true);
+      thread.start();
+    }
+  }
+
+  /** Connects both clients, with the {@code clients} directive's settings ({@code null}: none). */
+  ConformanceRun(String url, int index, Step settings) {
+    try {
+      for (int i = 0; i < 2; i++) {
+        List<String> log = alerts.get(i);
+        RedlockClient.Builder builder =
+            RedlockClient.builder(url)
+                .prefix(PREFIX)
+                .contentionListener(alert -> log.add(alert.ownerToken()));
+        if (settings != null) {
+          Long lease = settings.ms("lease");
+          Long after = settings.ms("alert_after");
+          if (lease != null) {
+            builder.lease(Duration.ofMillis(lease));
+          }
+          if (after != null) {
+            builder.contentionAlertAfter(Duration.ofMillis(after));
+          }
+        }
+        clients[i] = builder.build();
+      }
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+    name = PREFIX + ":" + index + ":" + UUID.randomUUID();
+  }
+
+  @Override
+  public void close() {
+    for (RedlockClient client : clients) {
+      if (client != null) {
+        client.close(); // also ends background acquires still waiting
+      }
+    }
+  }
+
+  /** The contract's name for an error: an error kind in snake case, or a failure. */
+  static String verdict(Exception e) {
+    if (e instanceof InterruptedException) {
+      Thread.currentThread().interrupt();
+      return "cancelled";
+    }
+    if (e instanceof IllegalArgumentException) {
+      return "invalid_argument";
+    }
+    if (e instanceof UpgradeNotAllowedException) {
+      return "upgrade_not_allowed";
+    }
+    if (e instanceof LockLostException) { // before NotHeldException: both are IllegalMonitorState
+      return "lock_lost";
+    }
+    if (e instanceof NotHeldException) {
+      return "not_held";
+    }
+    if (e instanceof ClientClosedException) {
+      return "closed";
+    }
+    return "unexpected error " + e;
+  }
+
+  /** One acquire through the Java API: {@code wait}/{@code lease} in ms, null = forever/watchdog. */
+  static String acquire(DistributedLock lock, Long wait, Long lease) {
+    try {
+      boolean got;
+      if (wait == null) {
+        if (lease == null) {
+          lock.lock();
+        } else {
+          lock.lock(lease, TimeUnit.MILLISECONDS);
+        }
+        got = true;
+      } else if (lease == null) {
+        got = wait == 0 ? lock.tryLock() : lock.tryLock(wait, TimeUnit.MILLISECONDS);
+      } else {
+        got = lock.tryLock(wait, lease, TimeUnit.MILLISECONDS);
+      }
+      return got ? "ok" : "timeout";
+    } catch (Exception e) {
+      return verdict(e);
+    }
+  }
+
+  /** Client 2 as an administrator (no owner of its own). */
+  private DistributedReadWriteLock admin() {
+    return clients[1].getReadWriteLock(name);
+  }
+
+  /** The client index of {@code spec} ({@code A}: client 1, {@code A@2}: client 2). */
+  private static int client(String spec) {
+    int at = spec.indexOf('@');
+    if (at >= 0 && !spec.substring(at + 1).equals("2")) {
+      throw new AssertionError("unknown client in owner " + spec);
+    }
+    return at < 0 ? 0 : 1;
+  }
+
+  private String token(String spec) {
+    int at = spec.indexOf('@');
+    String letter = at < 0 ? spec : spec.substring(0, at);
+    return owners.computeIfAbsent(letter, l -> UUID.randomUUID().toString());
+  }
+
+  /** The lock of {@code spec} for a target; a closed client refuses a new one. */
+  private DistributedLock view(String spec, String target) {
+    if (target == null) {
+      throw new AssertionError("a target is needed");
+    }
+    String token = token(spec);
+    int client = client(spec);
+    String key = client + ":" + token;
+    RedlockClient c = clients[client];
+    switch (target) {
+      case "lock":
+        return locks.computeIfAbsent(key, k -> c.getLock(name, token));
+      case "read":
+        return readWriteLocks.computeIfAbsent(key, k -> c.getReadWriteLock(name, token)).readLock();
+      case "write":
+        return readWriteLocks.computeIfAbsent(key, k -> c.getReadWriteLock(name, token)).writeLock();
+      default:
+        throw new AssertionError("unknown target " + target);
+    }
+  }
+
+  /** Held by anyone, in any mode. */
+  private boolean locked() {
+    DistributedReadWriteLock admin = admin();
+    return admin.readLock().isLocked() || admin.writeLock().isLocked();
+  }
+
+  private static String check(List<String> expect, String got) {
+    String wanted = String.join(" ", expect);
+    return got.equals(wanted) ? null : "expected " + wanted + ", got " + got;
+  }
+
+  /** Checks {@code ok count=N fence=T fence>T} against an acquisition; null when it passes. */
+  private String checkAcquired(DistributedLock lock, String got, List<String> expect) {
+    if (expect.isEmpty()) {
+      return "no expected verdict";
+    }
+    if (!got.equals(expect.get(0))) {
+      return "expected " + expect.get(0) + ", got " + got;
+    }
+    if (!got.equals("ok")) {
+      return null;
+    }
+    for (String check : expect.subList(1, expect.size())) {
+      if (check.startsWith("count=")) {
+        String n = check.substring("count=".length());
+        int count = lock.getHoldCount();
+        if (!String.valueOf(count).equals(n)) {
+          return "hold count " + count + ", expected " + n;
+        }
+      } else if (check.startsWith("fence>")) {
+        String bound = check.substring("fence>".length());
+        Long value = fences.get(bound);
+        if (value == null) {
+          return "fence " + bound + " was never bound";
+        }
+        long token = lock.fencingToken();
+        if (token <= value) {
+          return "fencing token " + token + " not above " + bound + "=" + value;
+        }
+      } else if (check.startsWith("fence=")) {
+        String bound = check.substring("fence=".length());
+        long token = lock.fencingToken();
+        long value = fences.computeIfAbsent(bound, b -> token);
+        if (token != value) {
+          return "fencing token " + token + ", expected " + bound + "=" + value;
+        }
+      } else {
+        return "unknown check " + check;
+      }
+    }
+    return null;
+  }
+
+  /** Waits for the alerts naming {@code token} to reach {@code N} (then stay N) or {@code >=N}. */
+  private String checkAlerts(int client, String token, List<String> expect)
+      throws InterruptedException {
+    String word = expect.isEmpty() ? "" : expect.get(0);
+    boolean atLeast = word.startsWith(">=");
+    int want = Integer.parseInt(atLeast ? word.substring(2) : word);
+    List<String> log = alerts.get(client);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+    while (count(log, token) < want && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    if (!atLeast) {
+      Thread.sleep(200);
+    }
+    int got = count(log, token);
+    return (atLeast ? got >= want : got == want)
+        ? null
+        : "expected " + word + " alerts, got " + got;
+  }
+
+  private static int count(List<String> log, String token) {
+    synchronized (log) {
+      return (int) log.stream().filter(token::equals).count();
+    }
+  }
+
+  /** Runs one step; null when it reached its verdict, else why not. */
+  String step(Step step) throws Exception {
+    List<String> expect = step.expect();
+    switch (step.owner().equals("-") ? step.verb() : "") {
+      case "clients":
+        return "clients must be a scenario's first step";
+      case "close":
+        clients[0].close();
+        return null;
+      case "sleep":
+        Thread.sleep(step.ms("ms"));
+        return null;
+      case "locked":
+        return check(expect, String.valueOf(locked()));
+      case "force_unlock":
+        {
+          // DistributedLock.forceUnlock() returns nothing (the native call's "was it held"
+          // is dropped): ask first whether anything is held. Steps run one at a time, so
+          // nothing changes in between except a lease running out.
+          boolean wasLocked = locked();
+          admin().writeLock().forceUnlock();
+          return check(expect, String.valueOf(wasLocked));
+        }
+      default:
+        break;
+    }
+    switch (step.verb()) {
+      case "alerts":
+        return checkAlerts(client(step.owner()), token(step.owner()), expect);
+      case "await":
+      case "cancel":
+        {
+          Background task = background.remove(step.owner());
+          if (task == null) {
+            return "no background acquire of " + step.owner() + " (acquire& first)";
+          }
+          if (step.verb().equals("cancel")) {
+            task.thread.interrupt(); // Java's way to cancel a wait
+          }
+          task.thread.join(BACKGROUND_TIMEOUT.toMillis());
+          if (task.thread.isAlive()) {
+            return "expected " + String.join(" ", expect) + ", got a background acquire still waiting";
+          }
+          if (step.verb().equals("await")) {
+            return checkAcquired(task.lock, task.result, expect);
+          }
+          return check(
+              expect,
+              task.result.equals("cancelled") ? "ok" : "an acquire that had ended: " + task.result);
+        }
+      default:
+        break;
+    }
+    DistributedLock lock;
+    try {
+      lock = view(step.owner(), step.target());
+    } catch (ClientClosedException e) {
+      return check(expect, verdict(e)); // a closed client refuses the lock object
+    }
+    switch (step.verb()) {
+      case "acquire":
+        return checkAcquired(lock, acquire(lock, step.ms("wait"), step.ms("lease")), expect);
+      case "acquire&":
+        if (background.containsKey(step.owner())) {
+          return "a background acquire of " + step.owner() + " is already running";
+        }
+        background.put(step.owner(), new Background(lock, step.ms("wait"), step.ms("lease")));
+        return null;
+      default:
+        break;
+    }
+    String got;
+    try {
+      switch (step.verb()) {
+        case "release":
+          lock.unlock();
+          // unlock() returns nothing: the remaining count is asked of Redis afterwards.
+          got = expect.size() > 1 ? "ok remaining=" + lock.getHoldCount() : "ok";
+          break;
+        case "extend":
+          lock.extend(step.ms("lease"), TimeUnit.MILLISECONDS);
+          got = "ok";
+          break;
+        case "held_by":
+          got = String.valueOf(lock.isHeldByCurrentThread());
+          break;
+        case "hold_count":
+          got = String.valueOf(lock.getHoldCount());
+          break;
+        default:
+          return "unknown verb " + step.verb();
+      }
+    } catch (RuntimeException e) {
+      got = verdict(e);
+    }
+    return check(expect, got);
+  }
+}

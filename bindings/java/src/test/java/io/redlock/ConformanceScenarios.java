@@ -1,0 +1,140 @@
+package io.redlock;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The format of {@code tests/conformance/scenarios.txt} (described in its README.md): parsing,
+ * the {@code clients} directive, and what the Java binding cannot express. Used by {@link
+ * ConformanceTest}.
+ */
+final class ConformanceScenarios {
+  private ConformanceScenarios() {}
+
+  /** One step: {@code OWNER VERB [TARGET] [ARG=V]... -> EXPECT [CHECK]...}. */
+  record Step(
+      int line,
+      String text,
+      String owner,
+      String verb,
+      String target,
+      Map<String, String> args,
+      List<String> expect) {
+
+    /** A duration argument in milliseconds; null when absent or {@code watchdog}. */
+    Long ms(String key) {
+      String value = args.get(key);
+      if (value == null || value.equals("watchdog")) {
+        return null;
+      }
+      try {
+        return Long.parseLong(value);
+      } catch (NumberFormatException e) {
+        // An Error, not an exception: a malformed scenario must never pass for a verdict.
+        throw new AssertionError("scenarios.txt line " + line + ": " + key + "=" + value, e);
+      }
+    }
+
+    /**
+     * Why Java cannot pass this step's invalid argument at all (README: "What a language cannot
+     * express"), or null when it can.
+     */
+    String notApplicable() {
+      boolean acquire = verb.equals("acquire") || verb.equals("acquire&");
+      if (!acquire || !String.join(" ", expect).equals("invalid_argument")) {
+        return null;
+      }
+      Long wait = ms("wait");
+      if (wait != null && wait < 0) {
+        return "the Lock idiom: tryLock(time <= 0) is one attempt, not an invalid argument";
+      }
+      return null;
+    }
+  }
+
+  record Scenario(int line, String title, List<Step> steps) {
+
+    /** The {@code clients} directive (the scenario's first step), or null. */
+    Step clientsDirective() {
+      return !steps.isEmpty() && steps.get(0).verb().equals("clients") ? steps.get(0) : null;
+    }
+
+    /** The steps after the {@code clients} directive (applied when the clients are made). */
+    List<Step> stepsToRun() {
+      return clientsDirective() == null ? steps : steps.subList(1, steps.size());
+    }
+
+    /** Why the Java binding cannot run this scenario at all, or null. */
+    String unsupported() {
+      List<String> why = new ArrayList<>();
+      Step clients = clientsDirective();
+      if (clients != null && clients.args().containsKey("alert_attempts")) {
+        why.add(
+            "RedlockClient.Builder has no contention threshold in failed attempts"
+                + " (only contentionAlertAfter, a time)");
+      }
+      if (steps.stream().anyMatch(s -> s.verb().equals("inspect"))) {
+        why.add("the Java binding has no inspect call");
+      }
+      if (steps.stream().anyMatch(s -> s.args().containsKey("label"))) {
+        why.add(
+            "DistributedLock's acquires take no label (the binding stores the calling thread's"
+                + " name)");
+      }
+      return why.isEmpty() ? null : String.join("; ", why);
+    }
+  }
+
+  /** The scenario file; Maven runs the tests with user.dir = bindings/java. */
+  static Path file() {
+    return Path.of(System.getProperty("user.dir"))
+        .resolve("../../tests/conformance/scenarios.txt")
+        .normalize();
+  }
+
+  static List<Scenario> parse(List<String> lines) {
+    List<Scenario> scenarios = new ArrayList<>();
+    for (int n = 0; n < lines.size(); n++) {
+      String line = lines.get(n).trim();
+      if (line.isEmpty() || line.startsWith("#")) {
+        continue;
+      }
+      if (line.startsWith("scenario ")) {
+        scenarios.add(new Scenario(n + 1, line.substring("scenario ".length()), new ArrayList<>()));
+        continue;
+      }
+      int arrow = line.indexOf("->");
+      String call = arrow < 0 ? line : line.substring(0, arrow);
+      String expect = arrow < 0 ? "" : line.substring(arrow + 2);
+      String[] words = call.trim().split("\\s+");
+      if (words.length < 2) {
+        throw new IllegalArgumentException(
+            "scenarios.txt line " + (n + 1) + ": no owner and verb: " + line);
+      }
+      String target = null;
+      Map<String, String> args = new HashMap<>();
+      for (int i = 2; i < words.length; i++) {
+        int eq = words[i].indexOf('=');
+        if (eq < 0) {
+          target = words[i];
+        } else {
+          args.put(words[i].substring(0, eq), words[i].substring(eq + 1));
+        }
+      }
+      List<String> expected =
+          expect.isBlank() ? List.of() : List.of(expect.trim().split("\\s+"));
+      if (scenarios.isEmpty()) {
+        throw new IllegalArgumentException(
+            "scenarios.txt line " + (n + 1) + ": a step before any scenario");
+      }
+      scenarios
+          .get(scenarios.size() - 1)
+          .steps()
+          .add(new Step(n + 1, line, words[0], words[1], target, args, expected));
+    }
+    return scenarios;
+  }
+}
