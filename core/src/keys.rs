@@ -40,6 +40,9 @@ pub struct LockKeys {
     pub(crate) slot: u16,
 }
 
+/// The expiries key is the state key plus this.
+pub(crate) const EXPIRIES_SUFFIX: &str = ":exp";
+
 /// One key (or the channel) of a lock name: the state key plus a suffix.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct KeyArg<'a> {
@@ -90,7 +93,7 @@ impl LockKeys {
         &self.state
     }
     pub(crate) fn expiries(&self) -> KeyArg<'_> {
-        self.suffixed(":exp")
+        self.suffixed(EXPIRIES_SUFFIX)
     }
     pub(crate) fn waiting_writers(&self) -> KeyArg<'_> {
         self.suffixed(":ww")

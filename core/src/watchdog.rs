@@ -5,6 +5,7 @@
 //! [`BATCH`] holds. A hold that Redis no longer has is marked lost: its [`crate::Hold::lost`]
 //! future resolves, the client's lock-lost callback runs, and its release reports `LockLost`.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -53,8 +54,72 @@ impl Hash for WatchKey {
 }
 
 struct WatchEntry {
-    id: u64,
     lost: Arc<LostSignal>,
+    /// Also names this tracking (its id).
+    renewal: Renewal,
+}
+
+/// What a renewal sends for one hold, in one allocation: the state key's bytes, then the owner
+/// token's. At 100 000 holds, building a tick's calls is mostly waiting for memory: one cache
+/// miss per hold here instead of three (the lock's keys, the key text, the token).
+#[derive(Clone)]
+struct Renewal {
+    bytes: Arc<[u8]>,
+    /// Where the token starts in `bytes`.
+    split: u32,
+    mode: Mode,
+    slot: u16,
+    /// Unique per tracking: a hold released and taken again gets a new one.
+    id: u64,
+}
+
+impl Renewal {
+    fn new(key: &WatchKey, id: u64) -> Self {
+        let state = key.keys.state().as_bytes();
+        let mut bytes = Vec::with_capacity(state.len() + key.token.len());
+        bytes.extend_from_slice(state);
+        bytes.extend_from_slice(key.token.as_bytes());
+        Renewal {
+            bytes: bytes.into(),
+            split: state.len() as u32,
+            mode: key.mode,
+            slot: key.keys.slot,
+            id,
+        }
+    }
+
+    fn state_key(&self) -> &[u8] {
+        &self.bytes[..self.split as usize]
+    }
+
+    fn token(&self) -> &[u8] {
+        &self.bytes[self.split as usize..]
+    }
+}
+
+const PREFETCH_AHEAD: usize = 8;
+
+#[cfg(target_arch = "x86_64")]
+fn prefetch(bytes: &[u8]) {
+    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+    // SAFETY: SSE is part of x86_64; a prefetch only hints the cache, it never faults.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(bytes.as_ptr().cast()) };
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn prefetch(_bytes: &[u8]) {}
+
+/// The expiries key of a state key (see `LockKeys::expiries`), written as one argument.
+struct ExpiriesKey<'a>(&'a [u8]);
+
+impl redis::ToRedisArgs for ExpiriesKey<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        use std::io::Write;
+        let mut arg = out.writer_for_next_arg();
+        arg.write_all(self.0)
+            .and_then(|()| arg.write_all(crate::keys::EXPIRIES_SUFFIX.as_bytes()))
+            .expect("writing to memory");
+    }
 }
 
 /// Set once when a kept hold is found gone; shared by the watchdog and the hold's copies.
@@ -142,10 +207,17 @@ impl Watchdog {
         // A new hold of the same owner is not the lost one.
         self.lost.lock().unwrap().take(&key);
         let mut entries = self.entries.lock().unwrap();
-        let entry = entries.entry(key).or_insert_with(|| WatchEntry {
-            id: self.next_id.fetch_add(1, Ordering::Relaxed),
-            lost: Arc::default(),
-        });
+        let entry = match entries.entry(key) {
+            Entry::Occupied(tracked) => tracked.into_mut(),
+            Entry::Vacant(new) => {
+                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                let renewal = Renewal::new(new.key(), id);
+                new.insert(WatchEntry {
+                    lost: Arc::default(),
+                    renewal,
+                })
+            }
+        };
         entry.lost.clone()
     }
 
@@ -164,17 +236,23 @@ impl Watchdog {
         self.renew_calls.load(Ordering::Relaxed)
     }
 
-    /// Marks one tracked hold lost, if it is still the same tracking (`id`), and reports it.
-    fn mark_lost(&self, client: &ClientInner, key: &WatchKey, id: u64) {
-        let entry = {
+    /// Marks the tracked holds with these ids lost (an id names one tracking: a hold released
+    /// and taken again since the snapshot is not it) and reports them. One pass over all
+    /// entries, so even losing every hold at once (a flushed server) costs one pass per tick.
+    fn mark_lost(&self, client: &ClientInner, ids: &HashSet<u64>) {
+        let lost: Vec<(WatchKey, WatchEntry)> = {
             let mut entries = self.entries.lock().unwrap();
-            match entries.get(key) {
-                Some(e) if e.id == id => entries.remove(key),
-                _ => None,
-            }
+            let keys: Vec<WatchKey> = entries
+                .iter()
+                .filter(|(_, e)| ids.contains(&e.renewal.id))
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.into_iter()
+                .filter_map(|k| entries.remove(&k).map(|e| (k, e)))
+                .collect()
         };
-        if let Some(entry) = entry {
-            self.lost(client, key.clone(), entry);
+        for (key, entry) in lost {
+            self.lost(client, key, entry);
         }
     }
 
@@ -224,9 +302,9 @@ impl Watchdog {
         }
     }
 
-    fn snapshot(&self) -> Vec<(WatchKey, u64)> {
+    fn snapshot(&self) -> Vec<Renewal> {
         let entries = self.entries.lock().unwrap();
-        entries.iter().map(|(k, e)| (k.clone(), e.id)).collect()
+        entries.values().map(|e| e.renewal.clone()).collect()
     }
 }
 
@@ -267,23 +345,22 @@ async fn renew_all(client: &ClientInner) {
     let mut holds = client.watchdog.snapshot();
     // A standalone server takes keys of any slot in one script; a cluster node would not.
     if client.cluster_mode {
-        holds.sort_unstable_by_key(|(key, _)| key.keys.slot);
+        holds.sort_unstable_by_key(|hold| hold.slot);
     }
-    let same_group = |a: &(WatchKey, u64), b: &(WatchKey, u64)| {
-        !client.cluster_mode || a.0.keys.slot == b.0.keys.slot
-    };
+    let same_group = |a: &Renewal, b: &Renewal| !client.cluster_mode || a.slot == b.slot;
     let lease_ms = client.config.lease.as_millis() as u64;
+    let mut lost = HashSet::new();
     for group in holds.chunk_by(same_group) {
         for batch in group.chunks(BATCH) {
             client.watchdog.renew_calls.fetch_add(1, Ordering::Relaxed);
             match client
-                .eval_cmd::<Vec<i64>>(&SCRIPTS.renew, &renew_call(batch, lease_ms))
+                .eval_cmd::<Vec<u8>>(&SCRIPTS.renew, &renew_call(batch, lease_ms))
                 .await
             {
                 Ok(renewed) => {
-                    for ((key, id), ok) in batch.iter().zip(renewed) {
-                        if ok == 0 {
-                            client.watchdog.mark_lost(client, key, *id);
+                    for (hold, ok) in batch.iter().zip(renewed) {
+                        if ok == b'0' {
+                            lost.insert(hold.id);
                         }
                     }
                 }
@@ -292,25 +369,32 @@ async fn renew_all(client: &ClientInner) {
             }
         }
     }
+    drop(holds);
+    if !lost.is_empty() {
+        client.watchdog.mark_lost(client, &lost);
+    }
 }
 
 /// The `EVALSHA` of renew.lua for one batch: a plain command, built in one buffer sized up
 /// front (at 100 000 holds the arguments are most of a tick's work).
-fn renew_call(batch: &[(WatchKey, u64)], lease_ms: u64) -> redis::Cmd {
-    let bytes: usize = batch
-        .iter()
-        .map(|(key, _)| 2 * key.keys.state().len() + key.token.len() + 8)
-        .sum();
+fn renew_call(batch: &[Renewal], lease_ms: u64) -> redis::Cmd {
+    let bytes: usize = batch.iter().map(|hold| 2 * hold.bytes.len() + 8).sum();
     let mut call = redis::Cmd::with_capacity(3 + 4 * batch.len(), bytes + 64);
     call.arg("EVALSHA")
         .arg(SCRIPTS.renew.get_hash())
         .arg(2 * batch.len());
-    for (key, _) in batch {
-        call.arg(key.keys.state()).arg(key.keys.expiries());
+    for (i, hold) in batch.iter().enumerate() {
+        // Each hold's bytes are somewhere else on the heap: ask for the ones a few holds ahead
+        // now, so the copy does not stall on every hold.
+        if let Some(ahead) = batch.get(i + PREFETCH_AHEAD) {
+            prefetch(&ahead.bytes);
+        }
+        call.arg(hold.state_key())
+            .arg(ExpiriesKey(hold.state_key()));
     }
     call.arg(lease_ms);
-    for (key, _) in batch {
-        call.arg(key.mode.as_arg()).arg(&*key.token);
+    for hold in batch {
+        call.arg(hold.mode.as_arg()).arg(hold.token());
     }
     call
 }

@@ -1,5 +1,6 @@
 -- Watchdog: renew many holds in one call. KEYS: state hash and expiries zset of each hold, in pairs.
--- ARGV: lease ms, then mode and owner token of each hold. Returns 1 (renewed) or 0 (gone) per hold.
+-- ARGV: lease ms, then mode and owner token of each hold. Returns one character per hold, '1'
+-- (renewed) or '0' (gone): one bulk string is far cheaper to build and parse than 500 integers.
 -- Never shortens a lease. The prelude's H/Z/W/WR are unused here.
 local lease = tonumber(ARGV[1])
 local result = {}
@@ -26,6 +27,6 @@ for i = 1, #KEYS / 2 do
       if redis.call('PTTL', hash) < lease then redis.call('PEXPIRE', hash, lease) end
     end
   end
-  result[i] = held and 1 or 0
+  result[i] = held and '1' or '0'
 end
-return result
+return table.concat(result)
