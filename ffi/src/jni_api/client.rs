@@ -9,16 +9,19 @@ use jni::sys::{jboolean, jlong, jstring};
 use redlock_core::{Owner, blocking};
 
 use super::callbacks::JavaCallbacks;
+use super::error::invalid;
 use super::guard::entry;
 use super::handles::{free, into_handle};
 use super::strings;
 
 /// `static native long clientConnect(String url, String prefix, long leaseMillis,
-/// long contentionAfterMillis, NativeCallbacks callbacks, boolean lockLost, boolean contention)`.
+/// long contentionAfterMillis, long contentionAttempts, NativeCallbacks callbacks,
+/// boolean lockLost, boolean contention)`.
 ///
 /// `prefix` null and `leaseMillis` 0 keep the defaults; `contentionAfterMillis` < 0 keeps the
-/// default threshold and 0 disables alerts. The callbacks object is called only for the kinds
-/// flagged true.
+/// default time threshold and 0 disables it; `contentionAttempts` > 0 alerts after that many
+/// failed attempts of one acquire, 0 keeps the default (no limit), < 0 is an invalid argument.
+/// The callbacks object is called only for the kinds flagged true.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)] // one JNI signature, documented above
 pub extern "system" fn Java_io_redlock_Native_clientConnect<'local>(
@@ -28,6 +31,7 @@ pub extern "system" fn Java_io_redlock_Native_clientConnect<'local>(
     prefix: JString<'local>,
     lease_millis: jlong,
     contention_after_millis: jlong,
+    contention_attempts: jlong,
     callbacks: JObject<'local>,
     lock_lost: jboolean,
     contention: jboolean,
@@ -47,6 +51,15 @@ pub extern "system" fn Java_io_redlock_Native_clientConnect<'local>(
                 builder = builder.contention_alert_after(Some(Duration::from_millis(ms as u64)))
             }
             _ => {}
+        }
+        match contention_attempts {
+            0 => {}
+            n if n > 0 => builder = builder.contention_alert_attempts(Some(n as u64)),
+            n => {
+                return Err(invalid(format!(
+                    "contention alert attempts must not be negative, got {n}"
+                )));
+            }
         }
         if !callbacks.is_null() && (lock_lost != 0 || contention != 0) {
             let target = Arc::new(JavaCallbacks::new(env, &callbacks)?);

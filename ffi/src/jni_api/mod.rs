@@ -24,5 +24,6 @@ mod error;
 mod guard;
 mod handles;
 mod hold;
+mod inspect;
 mod lock;
 mod strings;

@@ -86,6 +86,28 @@ public interface DistributedLock extends Lock {
   void forceUnlock();
 
   /**
+   * A snapshot of this lock's name: mode, holders with hold counts, leases and descriptions, the
+   * newest fencing token (as {@link RedlockClient#inspect(String)}; both views of a read/write
+   * lock see the same snapshot).
+   *
+   * @throws ClientClosedException if the client was closed
+   */
+  LockInfo inspect();
+
+  /**
+   * A new lock object for the same name, view and owner whose acquisitions store {@code label}
+   * with the hold (shown by {@link #inspect()} as {@link HolderInfo#thread()}, and in contention
+   * alerts) instead of the acquiring thread's name: what the hold is for, e.g. {@code
+   * "report-job-7"}. At most 256 bytes (UTF-8) are kept. Like any lock object, it reports the
+   * fencing token and loss of the holds taken through it; unlocking works through either object.
+   *
+   * @throws NullPointerException if {@code label} is null
+   * @throws IllegalArgumentException if {@code label} is empty
+   * @throws ClientClosedException if the client was closed
+   */
+  DistributedLock withLabel(String label);
+
+  /**
    * Whether the owner's watchdog-kept hold taken through this object was found gone from Redis
    * (force-unlocked or expired). False when nothing is held.
    */

@@ -17,4 +17,14 @@ public interface DistributedReadWriteLock extends ReadWriteLock {
 
   /** The lock name. */
   String getName();
+
+  /**
+   * A new read/write lock object for the same name and owner whose views store {@code label}
+   * with each hold (see {@link DistributedLock#withLabel(String)}).
+   *
+   * @throws NullPointerException if {@code label} is null
+   * @throws IllegalArgumentException if {@code label} is empty
+   * @throws ClientClosedException if the client was closed
+   */
+  DistributedReadWriteLock withLabel(String label);
 }

@@ -26,6 +26,7 @@ final class Native {
       String prefix,
       long leaseMillis,
       long contentionAfterMillis,
+      long contentionAttempts,
       NativeCallbacks callbacks,
       boolean lockLost,
       boolean contention);
@@ -52,6 +53,12 @@ final class Native {
   static native boolean isLocked(long lock);
 
   static native boolean forceUnlock(long lock);
+
+  /** A snapshot of {@code name}, made by {@link LockInfo#fromNative}. */
+  static native LockInfo clientInspect(long client, String name);
+
+  /** A snapshot of the lock's name, made by {@link LockInfo#fromNative}. */
+  static native LockInfo lockInspect(long lock);
 
   static native long holdFencingToken(long hold);
 

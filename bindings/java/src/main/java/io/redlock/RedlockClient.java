@@ -39,6 +39,7 @@ public final class RedlockClient implements AutoCloseable {
             builder.prefix,
             builder.lease == null ? 0 : builder.lease.toMillis(),
             builder.contentionAlertAfter == null ? -1 : builder.contentionAlertAfter.toMillis(),
+            builder.contentionAlertAttempts,
             callbacks,
             callbacks.hasLockLost(),
             callbacks.hasContention());
@@ -59,7 +60,7 @@ public final class RedlockClient implements AutoCloseable {
 
   /** The exclusive reentrant lock {@code name}, owned by the calling thread. */
   public DistributedLock getLock(String name) {
-    return openLock(name, LockMode.WRITE, threadOwner::get);
+    return openLock(name, LockMode.WRITE, threadOwner::get, null);
   }
 
   /**
@@ -68,7 +69,7 @@ public final class RedlockClient implements AutoCloseable {
    */
   public DistributedLock getLock(String name, String ownerToken) {
     String token = checkToken(ownerToken);
-    return openLock(name, LockMode.WRITE, () -> token);
+    return openLock(name, LockMode.WRITE, () -> token, null);
   }
 
   /** The read/write lock {@code name}, owned by the calling thread. */
@@ -80,6 +81,27 @@ public final class RedlockClient implements AutoCloseable {
   public DistributedReadWriteLock getReadWriteLock(String name, String ownerToken) {
     String token = checkToken(ownerToken);
     return openReadWriteLock(name, () -> token);
+  }
+
+  /**
+   * A snapshot of lock {@code name} (both views of a read/write lock, and the exclusive lock of
+   * the same name): its mode, holders with their hold counts, fencing tokens, leases and the
+   * description stored with each hold (host, pid, thread or label, time acquired), waiting
+   * writers and readers, and the newest fencing token. One round trip; an administrator's call,
+   * no owner needed.
+   *
+   * @throws NullPointerException if {@code name} is null
+   * @throws IllegalArgumentException if {@code name} is empty or longer than 1024 bytes (UTF-8)
+   * @throws ClientClosedException if this client was closed
+   * @throws RedlockException if Redis cannot be reached or refuses the call
+   */
+  public LockInfo inspect(String name) {
+    Objects.requireNonNull(name, "name");
+    try {
+      return Native.clientInspect(handle, name);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
   }
 
   /** A fresh random owner token (a UUID v4 plus this process's instance id). */
@@ -114,16 +136,17 @@ public final class RedlockClient implements AutoCloseable {
   }
 
   private DistributedReadWriteLock openReadWriteLock(String name, Supplier<String> owner) {
-    DistributedLock read = openLock(name, LockMode.READ, owner);
-    DistributedLock write = openLock(name, LockMode.WRITE, owner);
+    DistributedLock read = openLock(name, LockMode.READ, owner, null);
+    DistributedLock write = openLock(name, LockMode.WRITE, owner, null);
     return new TokenReadWriteLock(name, read, write);
   }
 
-  private DistributedLock openLock(String name, LockMode mode, Supplier<String> owner) {
+  /** A new lock object; {@code label} null stores the acquiring thread's name with each hold. */
+  DistributedLock openLock(String name, LockMode mode, Supplier<String> owner, String label) {
     Objects.requireNonNull(name, "name");
     try {
       long lock = Native.lockOpen(handle, name, mode == LockMode.READ);
-      return new TokenLock(this, name, mode, lock, owner);
+      return new TokenLock(this, name, mode, lock, owner, label);
     } finally {
       Reference.reachabilityFence(this);
     }
@@ -143,6 +166,7 @@ public final class RedlockClient implements AutoCloseable {
     private String prefix;
     private Duration lease;
     private Duration contentionAlertAfter;
+    private long contentionAlertAttempts;
     private Consumer<LockLostEvent> lockLost;
     private Consumer<ContentionAlert> contention;
 
@@ -169,6 +193,23 @@ public final class RedlockClient implements AutoCloseable {
         throw new IllegalArgumentException("contention alert threshold must not be negative");
       }
       this.contentionAlertAfter = wait.isZero() ? Duration.ZERO : positiveMillis(wait, "wait");
+      return this;
+    }
+
+    /**
+     * Alert when one acquire has found the lock taken this many times (default: no limit; zero
+     * restores that). Either threshold raises the alert, once per waiting acquire; a try that
+     * does not wait ({@code tryLock()}, or a time {@code <= 0}) never raises one. To alert by
+     * attempts only, also set {@link #contentionAlertAfter(Duration)} to zero.
+     *
+     * @throws IllegalArgumentException if {@code attempts} is negative
+     */
+    public Builder contentionAlertAttempts(long attempts) {
+      if (attempts < 0) {
+        throw new IllegalArgumentException(
+            "contention alert attempts must not be negative, got " + attempts);
+      }
+      this.contentionAlertAttempts = attempts;
       return this;
     }
 

@@ -34,13 +34,22 @@ final class TokenLock implements DistributedLock {
   private final String name;
   private final LockMode mode;
   private final Supplier<String> owner;
+  /** Stored with each hold; null: the acquiring thread's name. */
+  private final String label;
   private final NativeState state;
 
-  TokenLock(RedlockClient client, String name, LockMode mode, long handle, Supplier<String> owner) {
+  TokenLock(
+      RedlockClient client,
+      String name,
+      LockMode mode,
+      long handle,
+      Supplier<String> owner,
+      String label) {
     this.client = client;
     this.name = name;
     this.mode = mode;
     this.owner = owner;
+    this.label = label;
     this.state = new NativeState(handle);
     Native.CLEANER.register(this, state);
   }
@@ -90,7 +99,7 @@ final class TokenLock implements DistributedLock {
   private boolean acquire(long waitNanos, long leaseMillis, boolean interruptible)
       throws InterruptedException {
     String token = owner.get();
-    String label = Thread.currentThread().getName();
+    String label = this.label != null ? this.label : Thread.currentThread().getName();
     long hold;
     try {
       if (interruptible) {
@@ -199,6 +208,20 @@ final class TokenLock implements DistributedLock {
   }
 
   @Override
+  public LockInfo inspect() {
+    try {
+      return Native.lockInspect(state.handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  @Override
+  public DistributedLock withLabel(String label) {
+    return client.openLock(name, mode, owner, checkLabel(label));
+  }
+
+  @Override
   public boolean isLost() {
     NativeHold hold = state.holds.get(owner.get());
     return hold != null && hold.isLost();
@@ -222,7 +245,22 @@ final class TokenLock implements DistributedLock {
 
   @Override
   public String toString() {
-    return "DistributedLock[" + name + ", " + mode + ", " + client + "]";
+    return "DistributedLock["
+        + name
+        + ", "
+        + mode
+        + (label == null ? "" : ", label=" + label)
+        + ", "
+        + client
+        + "]";
+  }
+
+  static String checkLabel(String label) {
+    Objects.requireNonNull(label, "label");
+    if (label.isEmpty()) {
+      throw new IllegalArgumentException("label must not be empty");
+    }
+    return label;
   }
 
   /** The Lock idiom: a time {@code <= 0} means one attempt, no waiting. */

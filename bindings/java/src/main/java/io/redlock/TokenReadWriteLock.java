@@ -26,4 +26,10 @@ final class TokenReadWriteLock implements DistributedReadWriteLock {
   public String getName() {
     return name;
   }
+
+  @Override
+  public DistributedReadWriteLock withLabel(String label) {
+    TokenLock.checkLabel(label);
+    return new TokenReadWriteLock(name, read.withLabel(label), write.withLabel(label));
+  }
 }

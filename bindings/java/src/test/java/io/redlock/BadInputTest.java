@@ -45,6 +45,9 @@ class BadInputTest extends RedisTestBase {
     assertThrows(
         IllegalArgumentException.class,
         () -> RedlockClient.builder(redis.url()).contentionAlertAfter(Duration.ofSeconds(-1)));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> RedlockClient.builder(redis.url()).contentionAlertAttempts(-1));
     // The Lock idiom: a negative wait is one attempt, not an error.
     assertTrue(lock.tryLock(-1, TimeUnit.SECONDS));
     assertFalse(CompletableFuture.supplyAsync(() -> ExclusiveLockTest.tryLock(lock, -1)).get());

@@ -6,9 +6,12 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * One conformance scenario's state: two clients, a lock name of its own, its owners, fences,
@@ -31,11 +34,17 @@ final class ConformanceRun implements AutoCloseable {
   private final Map<String, String> owners = new HashMap<>();
   private final Map<String, Long> fences = new HashMap<>();
   /**
-   * The lock objects, one per client, owner and target, kept for the scenario as an application
-   * keeps its lock: fencingToken() and the lost-hold report of unlock() are per object.
+   * The lock objects, one per client, owner and label ({@code withLabel}), kept for the scenario
+   * as an application keeps its lock: fencingToken() and the lost-hold report of unlock() are per
+   * object.
    */
   private final Map<String, DistributedLock> locks = new HashMap<>();
   private final Map<String, DistributedReadWriteLock> readWriteLocks = new HashMap<>();
+  /**
+   * Per client, owner and target: the object of the owner's last acquire there, through which
+   * its later steps act (an application unlocks through the object it locked with).
+   */
+  private final Map<String, DistributedLock> current = new HashMap<>();
   /** Background acquire per owner spec. */
   private final Map<String, Background> background = new HashMap<>();
 
@@ -65,11 +74,19 @@ final class ConformanceRun implements AutoCloseable {
         if (settings != null) {
           Long lease = settings.ms("lease");
           Long after = settings.ms("alert_after");
+          String attempts = settings.args().get("alert_attempts");
           if (lease != null) {
             builder.lease(Duration.ofMillis(lease));
           }
+          // README: when either threshold is given, the one not given is off (the attempts
+          // threshold is off by default).
           if (after != null) {
             builder.contentionAlertAfter(Duration.ofMillis(after));
+          } else if (attempts != null) {
+            builder.contentionAlertAfter(Duration.ZERO);
+          }
+          if (attempts != null) {
+            builder.contentionAlertAttempts(Long.parseLong(attempts));
           }
         }
         clients[i] = builder.build();
@@ -156,25 +173,55 @@ final class ConformanceRun implements AutoCloseable {
     return owners.computeIfAbsent(letter, l -> UUID.randomUUID().toString());
   }
 
-  /** The lock of {@code spec} for a target; a closed client refuses a new one. */
-  private DistributedLock view(String spec, String target) {
+  /**
+   * The lock of {@code spec} for a target, made with {@code label} ({@code withLabel}) unless it
+   * is null; a closed client refuses a new one.
+   */
+  private DistributedLock view(String spec, String target, String label) {
     if (target == null) {
       throw new AssertionError("a target is needed");
     }
     String token = token(spec);
     int client = client(spec);
-    String key = client + ":" + token;
+    String key = client + ":" + token + (label == null ? "" : "#" + label);
     RedlockClient c = clients[client];
     switch (target) {
       case "lock":
-        return locks.computeIfAbsent(key, k -> c.getLock(name, token));
+        return locks.computeIfAbsent(
+            key,
+            k -> label == null ? c.getLock(name, token) : c.getLock(name, token).withLabel(label));
       case "read":
-        return readWriteLocks.computeIfAbsent(key, k -> c.getReadWriteLock(name, token)).readLock();
+        return readWriteLock(c, key, token, label).readLock();
       case "write":
-        return readWriteLocks.computeIfAbsent(key, k -> c.getReadWriteLock(name, token)).writeLock();
+        return readWriteLock(c, key, token, label).writeLock();
       default:
         throw new AssertionError("unknown target " + target);
     }
+  }
+
+  private DistributedReadWriteLock readWriteLock(
+      RedlockClient c, String key, String token, String label) {
+    return readWriteLocks.computeIfAbsent(
+        key,
+        k -> {
+          DistributedReadWriteLock rw = c.getReadWriteLock(name, token);
+          return label == null ? rw : rw.withLabel(label);
+        });
+  }
+
+  /**
+   * The lock object a step acts through: an acquire's is chosen by its {@code label} and becomes
+   * the owner's current object for the target; the other verbs use the current one.
+   */
+  private DistributedLock lockFor(Step step) {
+    String slot = client(step.owner()) + ":" + token(step.owner()) + ":" + step.target();
+    if (step.verb().equals("acquire") || step.verb().equals("acquire&")) {
+      DistributedLock lock = view(step.owner(), step.target(), step.args().get("label"));
+      current.put(slot, lock);
+      return lock;
+    }
+    DistributedLock lock = current.get(slot);
+    return lock != null ? lock : view(step.owner(), step.target(), null);
   }
 
   /** Held by anyone, in any mode. */
@@ -230,6 +277,62 @@ final class ConformanceRun implements AutoCloseable {
     return null;
   }
 
+  /**
+   * Checks {@code ok [mode=M] [holders=N] [count=N] [label=T]} against a snapshot; {@code token}
+   * and {@code mode} name OWNER's hold (null for {@code -}). Null when it passes.
+   */
+  private static String checkInspect(
+      Supplier<LockInfo> snapshot, String token, LockMode mode, List<String> expect) {
+    LockInfo info;
+    try {
+      info = snapshot.get();
+    } catch (RuntimeException e) {
+      return check(expect, verdict(e));
+    }
+    if (expect.isEmpty() || !expect.get(0).equals("ok")) {
+      return check(expect, "ok");
+    }
+    Optional<HolderInfo> hold =
+        info.holders().stream()
+            .filter(h -> h.ownerToken().equals(token) && h.mode() == mode)
+            .findFirst();
+    for (String check : expect.subList(1, expect.size())) {
+      int eq = check.indexOf('=');
+      if (eq < 0) {
+        return "bad inspect check " + check;
+      }
+      String key = check.substring(0, eq);
+      String want = check.substring(eq + 1);
+      if ((key.equals("count") || key.equals("label")) && token == null) {
+        return check + " needs an owner and a target";
+      }
+      String got;
+      switch (key) {
+        case "mode":
+          got = info.mode().map(m -> m.name().toLowerCase(Locale.ROOT)).orElse("none");
+          break;
+        case "holders":
+          got = String.valueOf(info.holderCount());
+          break;
+        case "count":
+          got = hold.map(h -> String.valueOf(h.holdCount())).orElse("0");
+          break;
+        case "label":
+          if (hold.isEmpty()) {
+            return "expected " + check + ", got no such hold in " + info;
+          }
+          got = hold.get().thread();
+          break;
+        default:
+          return "unknown inspect check " + check;
+      }
+      if (!got.equals(want)) {
+        return "expected " + check + ", got " + key + "=" + got + " in " + info;
+      }
+    }
+    return null;
+  }
+
   /** Waits for the alerts naming {@code token} to reach {@code N} (then stay N) or {@code >=N}. */
   private String checkAlerts(int client, String token, List<String> expect)
       throws InterruptedException {
@@ -270,6 +373,8 @@ final class ConformanceRun implements AutoCloseable {
         return null;
       case "locked":
         return check(expect, String.valueOf(locked()));
+      case "inspect":
+        return checkInspect(() -> clients[1].inspect(name), null, null, expect);
       case "force_unlock":
         {
           // DistributedLock.forceUnlock() returns nothing (the native call's "was it held"
@@ -311,11 +416,18 @@ final class ConformanceRun implements AutoCloseable {
     }
     DistributedLock lock;
     try {
-      lock = view(step.owner(), step.target());
+      lock = lockFor(step);
     } catch (ClientClosedException e) {
       return check(expect, verdict(e)); // a closed client refuses the lock object
     }
     switch (step.verb()) {
+      case "inspect":
+        // The snapshot is taken on OWNER's client, through the lock object's inspect().
+        return checkInspect(
+            lock::inspect,
+            token(step.owner()),
+            step.target().equals("read") ? LockMode.READ : LockMode.WRITE,
+            expect);
       case "acquire":
         return checkAcquired(lock, acquire(lock, step.ms("wait"), step.ms("lease")), expect);
       case "acquire&":

@@ -67,26 +67,42 @@ final class ConformanceScenarios {
       return clientsDirective() == null ? steps : steps.subList(1, steps.size());
     }
 
-    /** Why the Java binding cannot run this scenario at all, or null. */
+    /**
+     * Why the Java binding cannot run this scenario at all (README: "What a language cannot
+     * express"), or null: the scenario uses a verb of {@link #UNSUPPORTED_VERBS} or an argument of
+     * {@link #UNSUPPORTED_ARGS}.
+     */
     String unsupported() {
       List<String> why = new ArrayList<>();
-      Step clients = clientsDirective();
-      if (clients != null && clients.args().containsKey("alert_attempts")) {
-        why.add(
-            "RedlockClient.Builder has no contention threshold in failed attempts"
-                + " (only contentionAlertAfter, a time)");
-      }
-      if (steps.stream().anyMatch(s -> s.verb().equals("inspect"))) {
-        why.add("the Java binding has no inspect call");
-      }
-      if (steps.stream().anyMatch(s -> s.args().containsKey("label"))) {
-        why.add(
-            "DistributedLock's acquires take no label (the binding stores the calling thread's"
-                + " name)");
+      for (Step step : steps) {
+        String verb = UNSUPPORTED_VERBS.get(step.verb());
+        if (verb != null && !why.contains(verb)) {
+          why.add(verb);
+        }
+        for (String arg : step.args().keySet()) {
+          String reason = UNSUPPORTED_ARGS.get(arg);
+          if (reason != null && !why.contains(reason)) {
+            why.add(reason);
+          }
+        }
       }
       return why.isEmpty() ? null : String.join("; ", why);
     }
   }
+
+  /**
+   * Verbs the Java binding has no API for (verb -> why). Empty: inspect is {@code
+   * RedlockClient.inspect} / {@code DistributedLock.inspect}, alerts are the builder's {@code
+   * contentionListener}.
+   */
+  static final Map<String, String> UNSUPPORTED_VERBS = Map.of();
+
+  /**
+   * Arguments (of any step, the {@code clients} directive included) the Java binding has no API
+   * for (argument -> why). Empty: {@code label=} is {@code DistributedLock.withLabel}, {@code
+   * alert_attempts=} is {@code RedlockClient.Builder.contentionAlertAttempts}.
+   */
+  static final Map<String, String> UNSUPPORTED_ARGS = Map.of();
 
   /** The scenario file; Maven runs the tests with user.dir = bindings/java. */
   static Path file() {

@@ -102,4 +102,35 @@ class LostAndAlertTest extends RedisTestBase {
     assertTrue(alert.holders().get(0).startsWith(holderToken), alert.holders().get(0));
     holder.unlock();
   }
+
+  @Test
+  void contentionAlertAfterFailedAttempts() throws Exception {
+    String name = uniqueName();
+    LinkedBlockingQueue<ContentionAlert> alerts = new LinkedBlockingQueue<>();
+    RedlockClient alerting =
+        track(
+            RedlockClient.builder(redis.url())
+                .contentionAlertAfter(Duration.ZERO) // by attempts only
+                .contentionAlertAttempts(2)
+                .contentionListener(alerts::add)
+                .build());
+    DistributedLock holder = client().getLock(name).withLabel("batch-import");
+    holder.lock();
+    DistributedLock waiter = alerting.getLock(name, RedlockClient.newOwnerToken());
+    for (int i = 0; i < 3; i++) {
+      assertFalse(waiter.tryLock(), "a try that does not wait");
+    }
+    assertEquals(null, alerts.poll(300, TimeUnit.MILLISECONDS), "tries that do not wait raise none");
+    assertFalse(waiter.tryLock(1000, TimeUnit.MILLISECONDS));
+    ContentionAlert alert = alerts.poll(5, TimeUnit.SECONDS);
+    assertTrue(alert != null, "an alert was raised");
+    assertEquals(name, alert.name());
+    assertEquals(waiter.ownerToken(), alert.ownerToken());
+    assertTrue(alert.failedAttempts() >= 2, "failed " + alert.failedAttempts());
+    assertTrue(alert.waited().toMillis() < 1000, "by attempts, not by time: " + alert.waited());
+    assertEquals(1, alert.holders().size());
+    assertTrue(alert.holders().get(0).contains("thread batch-import"), alert.holders().get(0));
+    assertEquals(null, alerts.poll(300, TimeUnit.MILLISECONDS), "one alert per waiting acquire");
+    holder.unlock();
+  }
 }
