@@ -9,7 +9,8 @@
 //!
 //! Guarantees: at most [`MAX_IDLE`] idle connections are kept; a connection that saw an I/O
 //! error or a timeout is dropped (a late reply must never be read as the next call's); every
-//! call is bounded by the command timeout like an async one.
+//! call is bounded by the command timeout like an async one; a signal arriving mid-call does not
+//! fail it (see [`SignalsHeldOff`]).
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -45,6 +46,7 @@ impl DirectConnections {
         &self,
         call: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T> {
+        let _signals = SignalsHeldOff::new();
         let idle = self.idle.lock().unwrap().pop();
         let mut connection = match idle {
             Some(connection) => connection,
@@ -88,5 +90,63 @@ impl DirectConnections {
         if idle.len() < MAX_IDLE {
             idle.push(connection);
         }
+    }
+}
+
+/// Holds off asynchronous signals on this thread for one direct call.
+///
+/// A socket read with a timeout (`SO_RCVTIMEO`, how the command timeout is kept) is never
+/// restarted after a signal handler runs, even with `SA_RESTART` (signal(7)): it fails with
+/// `EINTR`, leaving the call's outcome unknown. Host runtimes signal their threads all the
+/// time (Go preempts goroutines with SIGURG; JVMs and Python have handlers too), so the call
+/// would fail at random. Blocked signals stay pending and are delivered when the call ends
+/// (within the command timeout); faults (SIGSEGV and the like) are never blocked.
+#[cfg(unix)]
+struct SignalsHeldOff {
+    previous: libc::sigset_t,
+}
+
+#[cfg(unix)]
+impl SignalsHeldOff {
+    fn new() -> Self {
+        // SAFETY: plain libc calls on sigset_t values owned here.
+        unsafe {
+            let mut held: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut held);
+            for fault in [
+                libc::SIGSEGV,
+                libc::SIGBUS,
+                libc::SIGFPE,
+                libc::SIGILL,
+                libc::SIGTRAP,
+                libc::SIGSYS,
+                libc::SIGABRT,
+            ] {
+                libc::sigdelset(&mut held, fault);
+            }
+            let mut previous: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &held, &mut previous);
+            SignalsHeldOff { previous }
+        }
+    }
+}
+
+#[cfg(unix)]
+impl Drop for SignalsHeldOff {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved in `new` on this same thread.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.previous, std::ptr::null_mut());
+        }
+    }
+}
+
+#[cfg(not(unix))]
+struct SignalsHeldOff;
+
+#[cfg(not(unix))]
+impl SignalsHeldOff {
+    fn new() -> Self {
+        SignalsHeldOff
     }
 }
