@@ -240,15 +240,24 @@ impl Watchdog {
     /// and taken again since the snapshot is not it) and reports them. One pass over all
     /// entries, so even losing every hold at once (a flushed server) costs one pass per tick.
     fn mark_lost(&self, client: &ClientInner, ids: &HashSet<u64>) {
+        self.mark_lost_where(client, |_, entry| ids.contains(&entry.renewal.id));
+    }
+
+    /// Takes every tracked hold that `matches` out of tracking and reports it lost.
+    fn mark_lost_where(
+        &self,
+        client: &ClientInner,
+        matches: impl Fn(&WatchKey, &WatchEntry) -> bool,
+    ) {
         let lost: Vec<(WatchKey, WatchEntry)> = {
             let mut entries = self.entries.lock().unwrap();
             let keys: Vec<WatchKey> = entries
                 .iter()
-                .filter(|(_, e)| ids.contains(&e.renewal.id))
-                .map(|(k, _)| k.clone())
+                .filter(|(key, entry)| matches(key, entry))
+                .map(|(key, _)| key.clone())
                 .collect();
             keys.into_iter()
-                .filter_map(|k| entries.remove(&k).map(|e| (k, e)))
+                .filter_map(|key| entries.remove(&key).map(|entry| (key, entry)))
                 .collect()
         };
         for (key, entry) in lost {
@@ -286,20 +295,7 @@ impl Watchdog {
 
     /// Marks every tracked hold of one name lost (after this client force-unlocked it).
     pub(crate) fn mark_name_lost(&self, client: &ClientInner, state_key: &str) {
-        let lost: Vec<(WatchKey, WatchEntry)> = {
-            let mut entries = self.entries.lock().unwrap();
-            let keys: Vec<WatchKey> = entries
-                .keys()
-                .filter(|k| k.keys.state() == state_key)
-                .cloned()
-                .collect();
-            keys.into_iter()
-                .filter_map(|k| entries.remove(&k).map(|e| (k, e)))
-                .collect()
-        };
-        for (key, entry) in lost {
-            self.lost(client, key, entry);
-        }
+        self.mark_lost_where(client, |key, _| key.keys.state() == state_key);
     }
 
     fn snapshot(&self) -> Vec<Renewal> {
