@@ -133,13 +133,15 @@ class Run:
             token = self.owners[letter] = rl.new_owner_token()
         return index, token
 
-    def view(self, client: rl.Client, target: str | None, owner: str | None) -> rl.Lock:
+    def view(
+        self, client: rl.Client, target: str | None, owner: str | None, label: str | None = None
+    ) -> rl.Lock:
         if target == "lock":
-            return client.lock(self.name, owner=owner)
+            return client.lock(self.name, owner=owner, label=label)
         if target == "read":
-            return client.rw_lock(self.name, owner=owner).read_lock()
+            return client.rw_lock(self.name, owner=owner, label=label).read_lock()
         if target == "write":
-            return client.rw_lock(self.name, owner=owner).write_lock()
+            return client.rw_lock(self.name, owner=owner, label=label).write_lock()
         raise StepFailed(f"unknown target {target!r}")
 
     def check_acquired(self, got: str, lock: rl.Lock, expect: list[str]) -> None:
@@ -284,7 +286,7 @@ class Run:
                 check("ok" if result == "cancelled" else f"an acquire that had ended: {result}")
             return
         try:
-            lock = self.view(self.clients[index], step.target, owner)
+            lock = self.view(self.clients[index], step.target, owner, step.args.get("label"))
         except rl.ClientClosedError as e:
             check(error_verdict(e))  # a closed client refuses the handle
             return

@@ -210,6 +210,21 @@ def test_inspect_describes_holders(client: rl.Client) -> None:
     assert lock.inspect()["holders"] == []
 
 
+def test_a_label_replaces_the_thread_name_in_inspect(client: rl.Client) -> None:
+    lock = client.lock("labelled", label="billing job 7")
+    with lock:
+        (holder,) = client.inspect("labelled")["holders"]
+        assert holder["thread"] == "billing job 7"
+    reader = client.rw_lock("labelled", label="report").read_lock()
+    with reader:
+        (holder,) = client.inspect("labelled")["holders"]
+        assert holder["thread"] == "report" and holder["mode"] == "read"
+    with pytest.raises(rl.InvalidArgumentError):
+        client.lock("labelled", label="")
+    with pytest.raises(rl.InvalidArgumentError):
+        client.lock("labelled", label=7)  # type: ignore[arg-type]
+
+
 def test_force_unlock_frees_and_wakes_waiters(client: rl.Client) -> None:
     lock = client.lock("forced")
     lock.acquire(lease=30)

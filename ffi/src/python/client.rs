@@ -55,13 +55,23 @@ impl NativeClient {
     }
 
     /// One view (read or write) of lock `name`; the exclusive lock is the write view.
-    pub fn lock(&self, name: String, mode: LockMode) -> Result<Arc<NativeLock>, NativeError> {
+    /// One view of lock `name`; `label`, if given, is stored with every hold taken through it
+    /// (instead of the owner's thread or task name).
+    pub fn lock(
+        &self,
+        name: String,
+        mode: LockMode,
+        label: Option<String>,
+    ) -> Result<Arc<NativeLock>, NativeError> {
+        if label.as_deref() == Some("") {
+            return Err(NativeError::invalid("label must not be empty"));
+        }
         let (read, write) = self.inner.read_write_lock(&name)?.into_views();
         let view = match mode {
             LockMode::Read => read,
             LockMode::Write => write,
         };
-        Ok(Arc::new(NativeLock::new(self.inner.clone(), view)))
+        Ok(Arc::new(NativeLock::new(self.inner.clone(), view, label)))
     }
 
     pub fn inspect(&self, name: String) -> Result<LockInfoRecord, NativeError> {

@@ -20,17 +20,24 @@ pub struct NativeLock {
     client: blocking::Client,
     lock: blocking::Lock,
     holds: Arc<HoldBook>,
+    /// Stored with each hold instead of the owner's label, when given.
+    label: Option<String>,
     /// Acquires still waiting after their first slice, until Python takes them by ticket.
     parked: Mutex<HashMap<u64, Arc<PendingAcquire>>>,
     next_ticket: AtomicU64,
 }
 
 impl NativeLock {
-    pub(crate) fn new(client: blocking::Client, lock: blocking::Lock) -> Self {
+    pub(crate) fn new(
+        client: blocking::Client,
+        lock: blocking::Lock,
+        label: Option<String>,
+    ) -> Self {
         NativeLock {
             client,
             lock,
             holds: Arc::default(),
+            label,
             parked: Mutex::default(),
             next_ticket: AtomicU64::new(1),
         }
@@ -45,7 +52,7 @@ impl NativeLock {
         let options = AcquireOptions {
             wait: wait_seconds(wait)?,
             lease: lease_seconds(lease)?,
-            label: Some(owner.label.clone()),
+            label: Some(self.label.as_ref().unwrap_or(&owner.label).clone()),
         };
         Ok((self.async_view()?, owner.owner.clone(), options))
     }

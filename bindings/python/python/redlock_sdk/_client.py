@@ -82,9 +82,10 @@ class Client:
         state = "closed" if self.closed else "open"
         return f"<redlock_sdk.Client prefix={self._prefix!r} {state}>"
 
-    def _native_lock(self, name: object, mode: LockMode) -> Any:
+    def _native_lock(self, name: object, mode: LockMode, label: object) -> Any:
+        label = _args.optional_string("label", label)
         try:
-            return self._native.lock(_args.string("name", name), mode)
+            return self._native.lock(_args.string("name", name), mode, label)
         except NATIVE_ERRORS as e:
             raise translate(e) from None
 
@@ -95,6 +96,7 @@ class Client:
         *,
         timeout: float | None = None,
         lease: float | None = None,
+        label: str | None = None,
     ) -> Lock:
         """The exclusive reentrant lock ``name`` (any UTF-8 string of 1 to 1024 bytes).
 
@@ -102,9 +104,11 @@ class Client:
         threads or processes); default: the current asyncio task, else the current thread.
         ``timeout`` / ``lease``: what ``with lock:`` uses (default: wait as long as needed,
         watchdog-kept hold); ``with`` raises ``LockTimeoutError`` when the timeout passes.
+        ``label``: stored with each hold taken through this object and shown by ``inspect``
+        (default: the owner's thread or task name; at most 256 bytes are kept).
         """
         owner, timeout, lease = _lock_settings(owner, timeout, lease)
-        native = self._native_lock(name, LockMode.WRITE)
+        native = self._native_lock(name, LockMode.WRITE, label)
         return Lock(self, native, "write", owner, timeout, lease)
 
     def rw_lock(
@@ -114,11 +118,12 @@ class Client:
         *,
         timeout: float | None = None,
         lease: float | None = None,
+        label: str | None = None,
     ) -> ReadWriteLock:
         """The read/write lock ``name``: ``.read_lock()`` and ``.write_lock()`` (see ``lock``)."""
         owner, timeout, lease = _lock_settings(owner, timeout, lease)
-        read = self._native_lock(name, LockMode.READ)
-        write = self._native_lock(name, LockMode.WRITE)
+        read = self._native_lock(name, LockMode.READ, label)
+        write = self._native_lock(name, LockMode.WRITE, label)
         return ReadWriteLock(
             Lock(self, read, "read", owner, timeout, lease),
             Lock(self, write, "write", owner, timeout, lease),
