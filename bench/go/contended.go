@@ -131,7 +131,7 @@ type contendedRun struct {
 
 // contend runs one contended run of lib. With monitor, a MONITOR connection counts the
 // commands Redis receives from the moment every worker is ready until all have reported.
-func contend(ctx context.Context, admin *goredislib.Client, url string, lib library, procs, sections int, monitor bool, tmp string) (*contendedRun, error) {
+func contend(ctx context.Context, admin *goredislib.Client, url string, lib library, procs, sections int, monitor bool, tmp string) (_ *contendedRun, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -142,6 +142,10 @@ func contend(ctx context.Context, admin *goredislib.Client, url string, lib libr
 	defer func() {
 		for _, w := range workers {
 			if w != nil {
+				if err != nil {
+					// The others may wait long for a lock a failed worker held: stop them.
+					_ = w.cmd.Process.Kill()
+				}
 				w.stdin.Close()
 				_ = w.cmd.Wait()
 			}
