@@ -40,14 +40,21 @@ pub struct LockKeys {
     pub(crate) slot: u16,
 }
 
-/// The expiries key is the state key plus this.
-pub(crate) const EXPIRIES_SUFFIX: &str = ":exp";
-
 /// One key (or the channel) of a lock name: the state key plus a suffix.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct KeyArg<'a> {
     base: &'a str,
     suffix: &'static str,
+}
+
+impl<'a> KeyArg<'a> {
+    /// The expiries key of the lock whose state key is `state`.
+    pub(crate) fn expiries_of(state: &'a str) -> Self {
+        KeyArg {
+            base: state,
+            suffix: ":exp",
+        }
+    }
 }
 
 impl fmt::Display for KeyArg<'_> {
@@ -93,7 +100,7 @@ impl LockKeys {
         &self.state
     }
     pub(crate) fn expiries(&self) -> KeyArg<'_> {
-        self.suffixed(EXPIRIES_SUFFIX)
+        KeyArg::expiries_of(&self.state)
     }
     pub(crate) fn waiting_writers(&self) -> KeyArg<'_> {
         self.suffixed(":ww")

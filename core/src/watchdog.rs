@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 
 use crate::client::ClientInner;
 use crate::config::LockLostEvent;
-use crate::keys::LockKeys;
+use crate::keys::{KeyArg, LockKeys};
 use crate::lock::Mode;
 use crate::lock::scripts::SCRIPTS;
 
@@ -59,13 +59,12 @@ struct WatchEntry {
     renewal: Renewal,
 }
 
-/// What a renewal sends for one hold, in one allocation: the state key's bytes, then the owner
-/// token's. At 100 000 holds, building a tick's calls is mostly waiting for memory: one cache
+/// What a renewal sends for one hold, in one allocation: the state key, then the owner token. At 100 000 holds, building a tick's calls is mostly waiting for memory: one cache
 /// miss per hold here instead of three (the lock's keys, the key text, the token).
 #[derive(Clone)]
 struct Renewal {
-    bytes: Arc<[u8]>,
-    /// Where the token starts in `bytes`.
+    text: Arc<str>,
+    /// Where the token starts in `text`.
     split: u32,
     mode: Mode,
     slot: u16,
@@ -75,12 +74,12 @@ struct Renewal {
 
 impl Renewal {
     fn new(key: &WatchKey, id: u64) -> Self {
-        let state = key.keys.state().as_bytes();
-        let mut bytes = Vec::with_capacity(state.len() + key.token.len());
-        bytes.extend_from_slice(state);
-        bytes.extend_from_slice(key.token.as_bytes());
+        let state = key.keys.state();
+        let mut text = String::with_capacity(state.len() + key.token.len());
+        text.push_str(state);
+        text.push_str(&key.token);
         Renewal {
-            bytes: bytes.into(),
+            text: text.into(),
             split: state.len() as u32,
             mode: key.mode,
             slot: key.keys.slot,
@@ -88,39 +87,26 @@ impl Renewal {
         }
     }
 
-    fn state_key(&self) -> &[u8] {
-        &self.bytes[..self.split as usize]
+    fn state_key(&self) -> &str {
+        &self.text[..self.split as usize]
     }
 
-    fn token(&self) -> &[u8] {
-        &self.bytes[self.split as usize..]
+    fn token(&self) -> &str {
+        &self.text[self.split as usize..]
     }
 }
 
 const PREFETCH_AHEAD: usize = 8;
 
 #[cfg(target_arch = "x86_64")]
-fn prefetch(bytes: &[u8]) {
+fn prefetch(text: &str) {
     use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
     // SAFETY: SSE is part of x86_64; a prefetch only hints the cache, it never faults.
-    unsafe { _mm_prefetch::<_MM_HINT_T0>(bytes.as_ptr().cast()) };
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(text.as_ptr().cast()) };
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn prefetch(_bytes: &[u8]) {}
-
-/// The expiries key of a state key (see `LockKeys::expiries`), written as one argument.
-struct ExpiriesKey<'a>(&'a [u8]);
-
-impl redis::ToRedisArgs for ExpiriesKey<'_> {
-    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
-        use std::io::Write;
-        let mut arg = out.writer_for_next_arg();
-        arg.write_all(self.0)
-            .and_then(|()| arg.write_all(crate::keys::EXPIRIES_SUFFIX.as_bytes()))
-            .expect("writing to memory");
-    }
-}
+fn prefetch(_text: &str) {}
 
 /// Set once when a kept hold is found gone; shared by the watchdog and the hold's copies.
 #[derive(Debug, Default)]
@@ -374,7 +360,7 @@ async fn renew_all(client: &ClientInner) {
 /// The `EVALSHA` of renew.lua for one batch: a plain command, built in one buffer sized up
 /// front (at 100 000 holds the arguments are most of a tick's work).
 fn renew_call(batch: &[Renewal], lease_ms: u64) -> redis::Cmd {
-    let bytes: usize = batch.iter().map(|hold| 2 * hold.bytes.len() + 8).sum();
+    let bytes: usize = batch.iter().map(|hold| 2 * hold.text.len() + 8).sum();
     let mut call = redis::Cmd::with_capacity(3 + 4 * batch.len(), bytes + 64);
     call.arg("EVALSHA")
         .arg(SCRIPTS.renew.get_hash())
@@ -383,10 +369,10 @@ fn renew_call(batch: &[Renewal], lease_ms: u64) -> redis::Cmd {
         // Each hold's bytes are somewhere else on the heap: ask for the ones a few holds ahead
         // now, so the copy does not stall on every hold.
         if let Some(ahead) = batch.get(i + PREFETCH_AHEAD) {
-            prefetch(&ahead.bytes);
+            prefetch(&ahead.text);
         }
         call.arg(hold.state_key())
-            .arg(ExpiriesKey(hold.state_key()));
+            .arg(KeyArg::expiries_of(hold.state_key()));
     }
     call.arg(lease_ms);
     for hold in batch {

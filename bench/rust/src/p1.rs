@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use redlock_core::{Client, Lock, Owner};
 
 use crate::common::{
-    Ctx, Fragment, Headline, LEASE, Latency, R, Series, median, percentile, secs, sorted,
+    CmdStats, Ctx, Fragment, Headline, LEASE, Latency, R, Series, median, percentile, secs, sorted,
 };
 
 const COMPARE_AND_DELETE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
@@ -29,6 +29,32 @@ struct Side {
     p50_us: Vec<f64>,
     redis_usec: Vec<f64>,
     round_trips: Vec<f64>,
+}
+
+impl Side {
+    /// One repetition of `cycles` cycles: its rate, latencies and Redis' counters.
+    fn record(
+        &mut self,
+        is_ours: bool,
+        cycles: usize,
+        elapsed: Duration,
+        lat: Vec<f64>,
+        d: &CmdStats,
+    ) {
+        self.rates.push(cycles as f64 / secs(elapsed));
+        self.p50_us.push(percentile(&sorted(lat.clone()), 50.0));
+        self.lat_us.extend(lat);
+        // Redis' own time: the top-level commands only (script-internal calls are inside).
+        let usec = if is_ours {
+            d.usec(&["evalsha", "eval"])
+        } else {
+            d.usec(&["set", "evalsha", "eval"])
+        };
+        self.redis_usec.push(usec as f64 / cycles as f64);
+        // The raw side's SET is a round trip too (our client sends only script calls).
+        let trips = d.round_trips() + if is_ours { 0 } else { d.calls(&["set"]) };
+        self.round_trips.push(trips as f64 / cycles as f64);
+    }
 }
 
 pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
@@ -99,19 +125,9 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
             })
             .await?;
             (blocking_lock, raw_sync) = (Some(bl), Some(rs));
-            let d_stats = ctx.admin.commandstats().await?.since(&before);
+            let stats = ctx.admin.commandstats().await?.since(&before);
             let side = if is_ours { &mut c } else { &mut d };
-            side.rates.push(cycles as f64 / secs(elapsed));
-            side.p50_us.push(percentile(&sorted(lat.clone()), 50.0));
-            side.lat_us.extend(lat);
-            let usec = if is_ours {
-                d_stats.usec(&["evalsha", "eval"])
-            } else {
-                d_stats.usec(&["set", "evalsha", "eval"])
-            };
-            side.redis_usec.push(usec as f64 / cycles as f64);
-            let trips = d_stats.round_trips() + if is_ours { 0 } else { d_stats.calls(&["set"]) };
-            side.round_trips.push(trips as f64 / cycles as f64);
+            side.record(is_ours, cycles, elapsed, lat, &stats);
 
             let before = ctx.admin.commandstats().await?;
             let (elapsed, lat) = if is_ours {
@@ -119,21 +135,9 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
             } else {
                 raw_cycles(&mut raw, cycles).await?
             };
-            let d = ctx.admin.commandstats().await?.since(&before);
+            let stats = ctx.admin.commandstats().await?.since(&before);
             let side = if is_ours { &mut a } else { &mut b };
-            // Redis' own time: the top-level commands only (script-internal calls are inside).
-            let usec = if is_ours {
-                d.usec(&["evalsha", "eval"])
-            } else {
-                d.usec(&["set", "evalsha", "eval"])
-            };
-            side.rates.push(cycles as f64 / secs(elapsed));
-            side.p50_us.push(percentile(&sorted(lat.clone()), 50.0));
-            side.lat_us.extend(lat);
-            side.redis_usec.push(usec as f64 / cycles as f64);
-            // The raw side's SET is a round trip too (our client sends only script calls).
-            let trips = d.round_trips() + if is_ours { 0 } else { d.calls(&["set"]) };
-            side.round_trips.push(trips as f64 / cycles as f64);
+            side.record(is_ours, cycles, elapsed, lat, &stats);
         }
     }
     client.close();

@@ -297,16 +297,35 @@ impl Lock {
         args: &AttemptArgs<'_>,
         announcement: &mut Announcement<'_>,
     ) -> Result<Attempt> {
+        let invocation = self.acquire_call(
+            args.owner.token(),
+            args.lease_ms,
+            args.meta,
+            args.announce_ms,
+            args.waiter,
+        );
+        let reply = self.client.direct.run(|c| invocation.invoke(c))?;
+        Self::attempted(args, reply, announcement)
+    }
+
+    /// The acquire script call of one attempt (see acquire.lua for the arguments).
+    pub(super) fn acquire_call<'s>(
+        &'s self,
+        token: &str,
+        lease_ms: u64,
+        meta: &str,
+        announce_ms: u64,
+        waiter: &str,
+    ) -> redis::ScriptInvocation<'s> {
         let mut invocation = self.keyed(&SCRIPTS.acquire);
         invocation
             .arg(self.mode.as_arg())
-            .arg(args.owner.token())
-            .arg(args.lease_ms)
-            .arg(args.meta)
-            .arg(args.announce_ms)
-            .arg(args.waiter);
-        let reply = self.client.direct.run(|c| invocation.invoke(c))?;
-        Self::attempted(args, reply, announcement)
+            .arg(token)
+            .arg(lease_ms)
+            .arg(meta)
+            .arg(announce_ms)
+            .arg(waiter);
+        invocation
     }
 
     fn attempted(

@@ -13,7 +13,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::Lock;
-use super::scripts::SCRIPTS;
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 
@@ -46,14 +45,13 @@ impl InFlightAttempt {
         let waiter = args.waiter.clone();
         let (script_lock, script_owner) = (lock.clone(), owner.clone());
         let call: Call = Box::pin(async move {
-            let mut invocation = script_lock.keyed(&SCRIPTS.acquire);
-            invocation
-                .arg(script_lock.mode.as_arg())
-                .arg(script_owner.token())
-                .arg(args.lease_ms)
-                .arg(&args.meta)
-                .arg(args.announce_ms)
-                .arg(&args.waiter);
+            let invocation = script_lock.acquire_call(
+                script_owner.token(),
+                args.lease_ms,
+                &args.meta,
+                args.announce_ms,
+                &args.waiter,
+            );
             script_lock.client.invoke(&invocation).await
         });
         InFlightAttempt {
@@ -108,13 +106,7 @@ impl Drop for InFlightAttempt {
 
 /// Releases the one hold count a cancelled attempt added (works after close, like a withdrawal).
 async fn undo_acquisition(lock: &Lock, token: &str) -> Result<()> {
-    let mut invocation = lock.keyed(&SCRIPTS.release);
-    invocation
-        .arg(lock.mode.as_arg())
-        .arg(token)
-        .arg(lock.keys.channel())
-        .arg(lock.announcement_ms());
-    let reply: Vec<i64> = super::acquire::tidy(lock, &invocation).await?;
+    let reply: Vec<i64> = super::acquire::tidy(lock, &lock.release_call(token)).await?;
     match reply.first() {
         Some(1) => Ok(()),
         _ => Err(Error::NotHeld),

@@ -197,23 +197,27 @@ impl Lock {
     /// `NotHeld` when the owner does not hold it (nothing changes); `LockLost` when this client's
     /// watchdog was keeping the hold alive and Redis no longer has it.
     pub async fn release(&self, owner: &Owner) -> Result<u32> {
-        let reply = self.client.invoke(&self.release_call(owner)).await?;
+        let reply = self
+            .client
+            .invoke(&self.release_call(owner.token()))
+            .await?;
         self.released(owner, reply)
     }
 
     /// [`Lock::release`] on the calling thread's own connection (for blocking callers).
     pub(crate) fn release_direct(&self, owner: &Owner) -> Result<u32> {
         self.client.ensure_open()?;
-        let invocation = self.release_call(owner);
+        let invocation = self.release_call(owner.token());
         let reply = self.client.direct.run(|c| invocation.invoke(c))?;
         self.released(owner, reply)
     }
 
-    fn release_call(&self, owner: &Owner) -> redis::ScriptInvocation<'_> {
+    /// The release script call for one hold of the owner with `token` (see release.lua).
+    fn release_call(&self, token: &str) -> redis::ScriptInvocation<'_> {
         let mut invocation = self.keyed(&SCRIPTS.release);
         invocation
             .arg(self.mode.as_arg())
-            .arg(owner.token())
+            .arg(token)
             .arg(self.keys.channel())
             .arg(self.announcement_ms());
         invocation

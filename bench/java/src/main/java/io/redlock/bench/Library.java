@@ -4,6 +4,8 @@ import io.redlock.DistributedLock;
 import io.redlock.RedlockClient;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
+import java.util.function.LongConsumer;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
@@ -25,7 +27,9 @@ abstract class Library implements AutoCloseable {
   abstract String id();
 
   /** The name in the fragments and the tables. */
-  abstract String label();
+  final String label() {
+    return label(id());
+  }
 
   abstract Locker locker(String name);
 
@@ -37,6 +41,25 @@ abstract class Library implements AutoCloseable {
       case "redlock" -> "redlock-java";
       case "redisson" -> "Redisson";
       default -> throw new IllegalArgumentException("unknown library " + id);
+    };
+  }
+
+  /** A locker over {@code lock}: {@code lockForMs} with a lease, {@code lock()} without one. */
+  static Locker locker(long leaseMs, Lock lock, LongConsumer lockForMs) {
+    return new Locker() {
+      @Override
+      public void lock() {
+        if (leaseMs > 0) {
+          lockForMs.accept(leaseMs);
+        } else {
+          lock.lock();
+        }
+      }
+
+      @Override
+      public void unlock() {
+        lock.unlock();
+      }
     };
   }
 
@@ -64,28 +87,9 @@ abstract class Library implements AutoCloseable {
     }
 
     @Override
-    String label() {
-      return label(id());
-    }
-
-    @Override
     Locker locker(String name) {
       DistributedLock lock = client.getLock(name);
-      return new Locker() {
-        @Override
-        public void lock() {
-          if (leaseMs > 0) {
-            lock.lock(leaseMs, TimeUnit.MILLISECONDS);
-          } else {
-            lock.lock();
-          }
-        }
-
-        @Override
-        public void unlock() {
-          lock.unlock();
-        }
-      };
+      return locker(leaseMs, lock, ms -> lock.lock(ms, TimeUnit.MILLISECONDS));
     }
 
     @Override
@@ -111,28 +115,9 @@ abstract class Library implements AutoCloseable {
     }
 
     @Override
-    String label() {
-      return label(id());
-    }
-
-    @Override
     Locker locker(String name) {
       RLock lock = client.getLock(name);
-      return new Locker() {
-        @Override
-        public void lock() {
-          if (leaseMs > 0) {
-            lock.lock(leaseMs, TimeUnit.MILLISECONDS);
-          } else {
-            lock.lock();
-          }
-        }
-
-        @Override
-        public void unlock() {
-          lock.unlock();
-        }
-      };
+      return locker(leaseMs, lock, ms -> lock.lock(ms, TimeUnit.MILLISECONDS));
     }
 
     @Override
