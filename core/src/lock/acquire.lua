@@ -1,7 +1,8 @@
 -- One acquire attempt.
 -- ARGV: mode ('w' | 'r'), owner token, lease ms, holder metadata, waiter announcement ms
 -- (0 = none), waiter id 'N:T' (unique per acquire call; writers queue under it).
--- Returns {1, fence, hold count} | {0, retry after ms} | {-1} (a reader asked to write).
+-- Returns 'fence:hold count' when acquired | retry after ms (>= 1) | -1 (a reader asked to write).
+-- (A string and plain integers: Redis converts a table reply field by field, ~2 µs a call.)
 -- Fairness: announced waiting writers go before newcomers (no barging) and are granted a freed
 -- lock in arrival order; while a writer waits, new readers queue behind it; when a writer
 -- leaves while readers wait, those readers have a turn (bounded) before the next writer.
@@ -21,7 +22,7 @@ if redis.call('EXISTS', H, W, WR) == 0 then
     redis.call('PEXPIREAT', H, now() + lease)
     redis.call('PEXPIREAT', Z, now() + lease)
   end
-  return {1, fence, 1}
+  return fence .. ':1'
 end
 
 --[[helpers]]
@@ -49,7 +50,7 @@ local function conflict()
       announce(WR, 'r:' .. tok, wait_ttl)
     end
   end
-  return {0, retry_after()}
+  return retry_after()
 end
 
 local function readers_turn()
@@ -66,7 +67,7 @@ if mode == 'w' then
       -- Granted to this waiter by a release; its wake-up was missed or is still on its way.
       redis.call('HDEL', H, 'wg')
       local h = redis.call('HMGET', H, 'wf', 'wc')
-      return {1, tonumber(h[1]), tonumber(h[2])}
+      return h[1] .. ':' .. h[2]
     end
     -- Re-entry; it never shortens a lease that is already longer.
     local count = redis.call('HINCRBY', H, 'wc', 1)
@@ -78,9 +79,9 @@ if mode == 'w' then
         redis.call('PEXPIRE', H, lease)
       end
     end
-    return {1, tonumber(redis.call('HGET', H, 'wf')), count}
+    return redis.call('HGET', H, 'wf') .. ':' .. count
   end
-  if my_read then return {-1} end
+  if my_read then return -1 end
   if readers then return conflict() end
   if waiters > 0 then
     if readers_turn() and waiting_readers() > 0 then return conflict() end
@@ -91,7 +92,7 @@ if mode == 'w' then
   local fence = redis.call('INCR', FENCE)
   redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta)
   redis.call('PEXPIRE', H, lease)
-  return {1, fence, 1}
+  return fence .. ':1'
 end
 
 -- Read: the writer itself may read (downgrade); holders re-enter; newcomers wait behind writers.
@@ -103,7 +104,7 @@ if my_read then
     redis.call('ZADD', Z, now() + lease, member)
     refresh_ttl()
   end
-  return {1, tonumber(redis.call('HGET', H, 'rf:' .. tok)), count}
+  return redis.call('HGET', H, 'rf:' .. tok) .. ':' .. count
 end
 if not writer and waiters > 0 and not readers_turn() and redis.call('EXISTS', W) == 1 then
   return conflict()
@@ -118,4 +119,4 @@ redis.call('HINCRBY', H, 'n', 1)
 redis.call('ZADD', Z, now() + lease, 'r:' .. tok)
 reader_done(tok)
 refresh_ttl()
-return {1, fence, 1}
+return fence .. ':1'

@@ -22,8 +22,8 @@ use tokio::time::Instant;
 
 use super::in_flight::{AttemptCall, InFlightAttempt};
 use super::{
-    AcquireOptions, Attempt, Hold, LocalLock, Lock, Mode, NO_HANDOFF, scripts::SCRIPTS,
-    validate_lease,
+    AcquireOptions, Attempt, AttemptReply, Hold, LocalLock, Lock, Mode, NO_HANDOFF,
+    scripts::SCRIPTS, validate_lease,
 };
 use crate::config::ContentionAlert;
 use crate::error::{Error, Result};
@@ -330,24 +330,20 @@ impl Lock {
 
     fn attempted(
         args: &AttemptArgs<'_>,
-        reply: Vec<i64>,
+        reply: AttemptReply,
         announcement: &mut Announcement<'_>,
     ) -> Result<Attempt> {
-        match reply.as_slice() {
-            [1, fence, count] => Ok(Attempt::Acquired {
-                fence: *fence as u64,
-                count: *count as u32,
-            }),
-            [0, retry_ms] => {
+        match reply {
+            AttemptReply::Acquired { fence, count } => Ok(Attempt::Acquired { fence, count }),
+            AttemptReply::Busy { retry_ms } => {
                 if args.announce_ms > 0 {
                     announcement.armed = true;
                 }
                 Ok(Attempt::Busy {
-                    retry_after: Duration::from_millis((*retry_ms).max(1) as u64),
+                    retry_after: Duration::from_millis(retry_ms),
                 })
             }
-            [-1] => Err(Error::UpgradeNotAllowed),
-            other => Err(Error::Redis(format!("unexpected acquire reply {other:?}"))),
+            AttemptReply::UpgradeRefused => Err(Error::UpgradeNotAllowed),
         }
     }
 

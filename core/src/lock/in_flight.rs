@@ -12,11 +12,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::Lock;
+use super::{AttemptReply, Lock};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 
-type Reply = Result<Vec<i64>>;
+type Reply = Result<AttemptReply>;
 type Call = Pin<Box<dyn Future<Output = Reply> + Send>>;
 
 /// The script arguments of one attempt (see `acquire.lua`).
@@ -87,7 +87,7 @@ impl Drop for InFlightAttempt {
         let announced = self.announced;
         self.runtime.spawn(async move {
             let undone = match call.await {
-                Ok(reply) if reply.first() == Some(&1) => undo_acquisition(&lock, &token).await,
+                Ok(AttemptReply::Acquired { .. }) => undo_acquisition(&lock, &token).await,
                 Ok(_) if announced => super::acquire::withdraw(&lock, &token, &waiter).await,
                 Ok(_) => Ok(()),
                 // No reply: nothing is known, and a hold it may have made ends with its lease.
@@ -106,9 +106,10 @@ impl Drop for InFlightAttempt {
 
 /// Releases the one hold count a cancelled attempt added (works after close, like a withdrawal).
 async fn undo_acquisition(lock: &Lock, token: &str) -> Result<()> {
-    let reply: Vec<i64> = super::acquire::tidy(lock, &lock.release_call(token)).await?;
-    match reply.first() {
-        Some(1) => Ok(()),
-        _ => Err(Error::NotHeld),
+    let left: i64 = super::acquire::tidy(lock, &lock.release_call(token)).await?;
+    if left >= 0 {
+        Ok(())
+    } else {
+        Err(Error::NotHeld)
     }
 }

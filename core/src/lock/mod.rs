@@ -148,6 +148,47 @@ enum Attempt {
     Busy { retry_after: Duration },
 }
 
+/// One acquire script reply (see acquire.lua).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AttemptReply {
+    Acquired {
+        fence: u64,
+        count: u32,
+    },
+    Busy {
+        retry_ms: u64,
+    },
+    /// A reader of this lock asked to write: upgrades are refused.
+    UpgradeRefused,
+}
+
+impl redis::FromRedisValue for AttemptReply {
+    fn from_redis_value(v: redis::Value) -> std::result::Result<Self, redis::ParsingError> {
+        Self::from_redis_value_ref(&v)
+    }
+
+    fn from_redis_value_ref(v: &redis::Value) -> std::result::Result<Self, redis::ParsingError> {
+        let parsed = match v {
+            // 'fence:count'
+            redis::Value::BulkString(text) => std::str::from_utf8(text)
+                .ok()
+                .and_then(|t| t.split_once(':'))
+                .and_then(|(fence, count)| {
+                    Some(AttemptReply::Acquired {
+                        fence: fence.parse().ok()?,
+                        count: count.parse().ok()?,
+                    })
+                }),
+            redis::Value::Int(-1) => Some(AttemptReply::UpgradeRefused),
+            redis::Value::Int(ms) if *ms >= 1 => Some(AttemptReply::Busy {
+                retry_ms: *ms as u64,
+            }),
+            _ => None,
+        };
+        parsed.ok_or_else(|| format!("unexpected acquire reply {v:?}").into())
+    }
+}
+
 /// What the state script reports for one owner.
 struct StateView {
     write_held: bool,
@@ -223,16 +264,17 @@ impl Lock {
         invocation
     }
 
-    fn released(&self, owner: &Owner, reply: Vec<i64>) -> Result<u32> {
+    /// `reply`: the holds left, or -1 when the owner held none (see release.lua).
+    fn released(&self, owner: &Owner, reply: i64) -> Result<u32> {
         let watch_key = self.watch_key(owner);
-        match reply.as_slice() {
-            [1, left] => {
-                if *left == 0 {
+        match u32::try_from(reply) {
+            Ok(left) => {
+                if left == 0 {
                     self.client.watchdog.forget(&watch_key);
                 }
-                Ok(*left as u32)
+                Ok(left)
             }
-            _ => Err(self.not_held(&watch_key)),
+            Err(_) => Err(self.not_held(&watch_key)),
         }
     }
 
@@ -400,4 +442,50 @@ pub(crate) fn validate_lease(lease: Duration) -> Result<u64> {
         return Err(Error::invalid("lease must be at most ten years"));
     }
     Ok(lease.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod reply_tests {
+    use super::AttemptReply;
+    use redis::{FromRedisValue, Value};
+
+    fn parse(v: Value) -> Result<AttemptReply, redis::ParsingError> {
+        AttemptReply::from_redis_value(v)
+    }
+
+    #[test]
+    fn acquire_replies_parse() {
+        let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        assert_eq!(
+            parse(text("9007199254740993:2")),
+            Ok(AttemptReply::Acquired {
+                fence: 9_007_199_254_740_993,
+                count: 2
+            })
+        );
+        assert_eq!(
+            parse(Value::Int(250)),
+            Ok(AttemptReply::Busy { retry_ms: 250 })
+        );
+        assert_eq!(parse(Value::Int(-1)), Ok(AttemptReply::UpgradeRefused));
+    }
+
+    #[test]
+    fn malformed_acquire_replies_are_errors() {
+        let text = |s: &[u8]| Value::BulkString(s.to_vec());
+        for bad in [
+            Value::Int(0),
+            Value::Int(-2),
+            Value::Nil,
+            text(b""),
+            text(b"12"),
+            text(b"12:"),
+            text(b"x:1"),
+            text(b"1:99999999999"),
+            text(b"\xff:1"),
+            Value::Array(vec![Value::Int(1), Value::Int(2), Value::Int(1)]),
+        ] {
+            assert!(parse(bad.clone()).is_err(), "{bad:?} parsed");
+        }
+    }
 }

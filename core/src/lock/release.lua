@@ -1,8 +1,8 @@
 -- Release one hold. ARGV: mode, owner token, wake-up channel, readers' turn ms.
--- Returns {1, holds left for this owner} | {0} when the owner does not hold the lock in this mode.
+-- Returns the holds left for this owner | -1 when the owner does not hold the lock in this mode.
 -- A lock this frees goes at once to the first waiting writer (published as 'g:FENCE:WAITER');
--- otherwise the release is published ('released'): a waiter may be listening without having
--- announced itself (a reader, or a queue head that waits for this message instead of trying).
+-- otherwise a release that can let a waiter in is published ('released') while anyone is
+-- announced as waiting (a queue head may wait for this message instead of trying).
 local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
 local freed = false -- the fast path freed the lock but found only stale announcements
 
@@ -13,9 +13,11 @@ if mode == 'w' then
   -- One EXISTS tells all three apart: Z counts 1, WR 2, W 4 (so 0 = nobody, 4 = only W).
   local others = state[1] == tok and state[2] == '1' and redis.call('EXISTS', Z, WR, WR, W, W, W, W)
   if others == 0 then
+    -- Nobody is announced as waiting, so nobody is told: every waiter announces itself in
+    -- the attempt that finds the lock held, and one whose announcement ran out (a process
+    -- stalled for two re-check periods) looks again within its re-check interval anyway.
     redis.call('DEL', H)
-    redis.call('PUBLISH', channel, 'released')
-    return {1, 0}
+    return 0
   end
   if others == 4 then
     redis.call('DEL', H)
@@ -31,7 +33,7 @@ if mode == 'w' then
       redis.call('HSET', H, 'wo', owner, 'wc', 1, 'wf', fence, 'wm', meta, 'wg', waiter)
       redis.call('PEXPIRE', H, lease)
       redis.call('PUBLISH', channel, 'g:' .. fence .. ':' .. waiter)
-      return {1, 0}
+      return 0
     end
     freed = true -- the head's announcement ran out: the slow path looks further
   end
@@ -41,19 +43,19 @@ end
 purge()
 if freed then
   if not grant_next(channel) then redis.call('PUBLISH', channel, 'released') end
-  return {1, 0}
+  return 0
 end
 
 local count_field = 'rc:' .. tok
 if mode == 'w' then
-  if redis.call('HGET', H, 'wo') ~= tok then return {0} end
+  if redis.call('HGET', H, 'wo') ~= tok then return -1 end
   count_field = 'wc'
 elseif redis.call('HEXISTS', H, count_field) == 0 then
-  return {0}
+  return -1
 end
 
 local left = redis.call('HINCRBY', H, count_field, -1)
-if left > 0 then return {1, left} end
+if left > 0 then return left end
 
 local readers_left = 0
 local readers_turn = false
@@ -77,11 +79,12 @@ else
   redis.call('ZREM', Z, 'r:' .. tok)
   refresh_ttl()
 end
--- Only a change that can let a waiter in is announced: a writer left, or the last reader did.
-if readers_left <= 0 then
+-- Only a change that can let a waiter in is announced: a writer left, or the last reader did;
+-- and only while someone is announced as waiting (see the fast path).
+if readers_left <= 0 and waiters > 0 then
   local free = redis.call('EXISTS', H) == 0
   if readers_turn or not free or not grant_next(channel) then
     redis.call('PUBLISH', channel, 'released')
   end
 end
-return {1, 0}
+return 0
