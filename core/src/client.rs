@@ -294,16 +294,11 @@ impl ClientInner {
         call: &redis::Cmd,
     ) -> Result<T> {
         let mut connection = self.connection.clone();
-        self.bounded(async {
-            let no_script = redis::ErrorKind::Server(redis::ServerErrorKind::NoScript);
-            match call.query_async(&mut connection).await {
-                Err(e) if e.kind() == no_script => {
-                    script.load_async(&mut connection).await?;
-                    call.query_async(&mut connection).await
-                }
-                other => other,
-            }
-        })
+        self.bounded(crate::lock::calls::eval_async(
+            &mut connection,
+            script,
+            call,
+        ))
         .await
     }
 

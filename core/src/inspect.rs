@@ -1,6 +1,9 @@
 //! What inspect calls and alerts report: holders, their metadata and leases.
 
-use std::sync::LazyLock;
+use std::cell::RefCell;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{LazyLock, Once};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -83,10 +86,40 @@ impl HolderMetadata {
         };
         HolderMetadata {
             host: HOST.clone(),
-            pid: std::process::id(),
+            pid: process_id(),
             thread,
             acquired_at_ms: unix_ms(),
         }
+    }
+
+    /// `current(label).to_json()` for a hold taken now. Without a label, the part that never
+    /// changes for a thread (host, pid, thread) is written once per thread: building it took
+    /// a system call and several allocations per acquire.
+    pub(crate) fn current_json(label: Option<&str>) -> String {
+        if label.is_some() {
+            return Self::current(label).to_json();
+        }
+        THREAD_JSON_HEAD.with(|cell| {
+            let mut cached = cell.borrow_mut();
+            let pid = process_id();
+            let head = match &mut *cached {
+                Some((cached_pid, head)) if *cached_pid == pid => head,
+                slot => {
+                    let mut json = HolderMetadata {
+                        acquired_at_ms: 0,
+                        ..Self::current(None)
+                    }
+                    .to_json();
+                    // serde writes the fields in declaration order: `"at":0}` comes last.
+                    json.truncate(json.len() - "0}".len());
+                    &mut slot.insert((pid, json)).1
+                }
+            };
+            let mut json = String::with_capacity(head.len() + 21);
+            json.push_str(head);
+            let _ = write!(json, "{}}}", unix_ms());
+            json
+        })
     }
 
     pub(crate) fn to_json(&self) -> String {
@@ -100,6 +133,34 @@ impl HolderMetadata {
             ..Default::default()
         })
     }
+}
+
+thread_local! {
+    /// This thread's metadata up to the acquisition time, and the pid it was written for.
+    static THREAD_JSON_HEAD: RefCell<Option<(u32, String)>> = const { RefCell::new(None) };
+}
+
+/// This process' id, asked of the kernel once (and again in a child after `fork`).
+pub(crate) fn process_id() -> u32 {
+    static PID: AtomicU32 = AtomicU32::new(0);
+    let pid = PID.load(Ordering::Relaxed);
+    if pid != 0 {
+        return pid;
+    }
+    #[cfg(unix)]
+    {
+        extern "C" fn forget_pid_in_child() {
+            PID.store(0, Ordering::Relaxed);
+        }
+        static AT_FORK: Once = Once::new();
+        // SAFETY: registers a handler that only stores to an atomic (async-signal-safe).
+        AT_FORK.call_once(|| unsafe {
+            libc::pthread_atfork(None, None, Some(forget_pid_in_child));
+        });
+    }
+    let pid = std::process::id();
+    PID.store(pid, Ordering::Relaxed);
+    pid
 }
 
 pub(crate) fn unix_ms() -> u64 {
@@ -129,6 +190,49 @@ mod tests {
         let m = HolderMetadata::current(Some("worker-1"));
         assert_eq!(HolderMetadata::parse(&m.to_json()), m);
         assert_eq!(HolderMetadata::parse("legacy").thread, "legacy");
+    }
+
+    #[test]
+    fn cached_metadata_matches_a_fresh_one() {
+        for _ in 0..2 {
+            let before = unix_ms();
+            let cached = HolderMetadata::parse(&HolderMetadata::current_json(None));
+            let fresh = HolderMetadata::current(None);
+            assert!(cached.acquired_at_ms >= before && cached.acquired_at_ms <= unix_ms());
+            assert_eq!(
+                cached,
+                HolderMetadata {
+                    acquired_at_ms: cached.acquired_at_ms,
+                    ..fresh
+                }
+            );
+        }
+        let labelled = HolderMetadata::parse(&HolderMetadata::current_json(Some("job \"7\"")));
+        assert_eq!(labelled.thread, "job \"7\"");
+        assert_eq!(labelled.pid, std::process::id());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_forked_child_reports_its_own_pid() {
+        let parent = HolderMetadata::parse(&HolderMetadata::current_json(None)).pid;
+        assert_eq!(parent, std::process::id());
+        // SAFETY: the child only computes and exits; glibc's malloc is fork-safe.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork failed");
+        if child == 0 {
+            let meta = HolderMetadata::parse(&HolderMetadata::current_json(None));
+            let ok = meta.pid == std::process::id() && meta.pid != parent;
+            // SAFETY: ends the child without running the parent's test harness.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "status {status}"
+        );
     }
 
     #[test]

@@ -114,6 +114,17 @@ impl LockKeys {
     pub(crate) fn fence(&self) -> &str {
         &self.fence
     }
+    /// Every key a lock script declares, in the order of prelude.lua's `KEYS`.
+    pub(crate) fn script_keys(&self) -> impl ToRedisArgs + '_ {
+        (
+            self.state(),
+            self.expiries(),
+            self.waiting_writers(),
+            self.waiting_readers(),
+            self.waiter_info(),
+            self.fence(),
+        )
+    }
     /// The pub/sub channel of wake-ups and grants.
     pub(crate) fn channel(&self) -> KeyArg<'_> {
         self.suffixed(":ch")

@@ -11,6 +11,7 @@
 //! waiter takes them, and wakes nobody for grants to other clients: the lock stays taken.
 
 use std::collections::HashMap;
+use std::fmt::{self, Write};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -145,16 +146,25 @@ impl PubSubHub {
     /// names exactly one waiting call even when several wait with the same owner token.
     pub(crate) fn waiter_id(&self, token: &str) -> String {
         let seq = self.waiter_seq.fetch_add(1, Ordering::Relaxed);
-        format!("{}{seq}:{token}", self.waiter_prefix)
+        let mut id = String::with_capacity(self.waiter_prefix.len() + 21 + token.len());
+        id.push_str(&self.waiter_prefix);
+        let _ = write!(id, "{seq}:");
+        id.push_str(token);
+        id
     }
 
     /// A subscription only if the channel is already confirmed (no Redis traffic, no waiting).
-    pub(crate) fn active(&self, channel: &str) -> Option<Subscription> {
+    /// Without any subscription (the uncontended case) the channel's name is not even written.
+    pub(crate) fn active(&self, channel: impl fmt::Display) -> Option<Subscription> {
         let mut channels = self.shared.channels.lock().unwrap();
-        let state = channels.get_mut(channel).filter(|s| s.confirmed)?;
+        if channels.is_empty() {
+            return None;
+        }
+        let channel = channel.to_string();
+        let state = channels.get_mut(&channel).filter(|s| s.confirmed)?;
         state.users += 1;
         state.idle_since = None;
-        Some(self.subscription(channel, state))
+        Some(self.subscription(&channel, state))
     }
 
     /// Subscribes (or joins an existing subscription) and waits up to `limit` for Redis to confirm.

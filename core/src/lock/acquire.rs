@@ -42,7 +42,7 @@ impl Lock {
         // An unrepresentable deadline is "forever".
         let deadline = wait.and_then(|w| started.checked_add(w));
         let will_wait = wait != Some(Duration::ZERO);
-        let meta = HolderMetadata::current(options.label.as_deref()).to_json();
+        let meta = HolderMetadata::current_json(options.label.as_deref());
         let waiter = if will_wait {
             self.client.pubsub.waiter_id(owner.token())
         } else {
@@ -73,7 +73,7 @@ impl Lock {
         } else {
             None
         };
-        let live = self.client.pubsub.active(&self.keys.channel().to_string());
+        let live = self.client.pubsub.active(self.keys.channel());
         let mut wake: Option<WakeUp> = live.as_ref().map(|s| s.arm());
         let messages_before = live.as_ref().map(|s| s.messages());
         let mut announcement = Announcement::new(self, owner, &waiter);
@@ -297,35 +297,35 @@ impl Lock {
         args: &AttemptArgs<'_>,
         announcement: &mut Announcement<'_>,
     ) -> Result<Attempt> {
-        let invocation = self.acquire_call(
+        let call = self.acquire_call(
             args.owner.token(),
             args.lease_ms,
             args.meta,
             args.announce_ms,
             args.waiter,
         );
-        let reply = self.client.direct.run(|c| invocation.invoke(c))?;
+        let reply =
+            (self.client.direct).run(|c| super::calls::eval_sync(c, &SCRIPTS.acquire, &call))?;
         Self::attempted(args, reply, announcement)
     }
 
     /// The acquire script call of one attempt (see acquire.lua for the arguments).
-    pub(super) fn acquire_call<'s>(
-        &'s self,
+    pub(super) fn acquire_call(
+        &self,
         token: &str,
         lease_ms: u64,
         meta: &str,
         announce_ms: u64,
         waiter: &str,
-    ) -> redis::ScriptInvocation<'s> {
-        let mut invocation = self.keyed(&SCRIPTS.acquire);
-        invocation
-            .arg(self.mode.as_arg())
+    ) -> redis::Cmd {
+        let mut call = self.calls.acquire();
+        call.arg(self.mode.as_arg())
             .arg(token)
             .arg(lease_ms)
             .arg(meta)
             .arg(announce_ms)
             .arg(waiter);
-        invocation
+        call
     }
 
     fn attempted(
@@ -515,22 +515,19 @@ pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<(
         .arg(token)
         .arg(lock.keys.channel())
         .arg(waiter);
-    tidy::<i64>(lock, &invocation).await.map(drop)
+    let mut connection = lock.client.connection_for_cleanup();
+    tidy::<i64>(lock, invocation.invoke_async(&mut connection))
+        .await
+        .map(drop)
 }
 
 /// Runs a tidying-up script under the command timeout. A closed client still tidies up: this
 /// bypasses the closed check on purpose.
-pub(super) async fn tidy<T: redis::FromRedisValue>(
+pub(super) async fn tidy<T>(
     lock: &Lock,
-    invocation: &redis::ScriptInvocation<'_>,
+    call: impl Future<Output = redis::RedisResult<T>>,
 ) -> Result<T> {
-    let mut connection = lock.client.connection_for_cleanup();
-    match tokio::time::timeout(
-        lock.client.config.command_timeout,
-        invocation.invoke_async::<T>(&mut connection),
-    )
-    .await
-    {
+    match tokio::time::timeout(lock.client.config.command_timeout, call).await {
         Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => Err(e.into()),
         Err(_) => Err(Error::Connection(

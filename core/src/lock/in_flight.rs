@@ -12,6 +12,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::calls::eval_async;
+use super::scripts::SCRIPTS;
 use super::{AttemptReply, Lock};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
@@ -45,14 +47,14 @@ impl InFlightAttempt {
         let waiter = args.waiter.clone();
         let (script_lock, script_owner) = (lock.clone(), owner.clone());
         let call: Call = Box::pin(async move {
-            let invocation = script_lock.acquire_call(
+            let call = script_lock.acquire_call(
                 script_owner.token(),
                 args.lease_ms,
                 &args.meta,
                 args.announce_ms,
                 &args.waiter,
             );
-            script_lock.client.invoke(&invocation).await
+            script_lock.client.eval_cmd(&SCRIPTS.acquire, &call).await
         });
         InFlightAttempt {
             call: Some(call),
@@ -106,7 +108,10 @@ impl Drop for InFlightAttempt {
 
 /// Releases the one hold count a cancelled attempt added (works after close, like a withdrawal).
 async fn undo_acquisition(lock: &Lock, token: &str) -> Result<()> {
-    let left: i64 = super::acquire::tidy(lock, &lock.release_call(token)).await?;
+    let call = lock.release_call(token);
+    let mut connection = lock.client.connection_for_cleanup();
+    let undo = eval_async(&mut connection, &SCRIPTS.release, &call);
+    let left: i64 = super::acquire::tidy(lock, undo).await?;
     if left >= 0 {
         Ok(())
     } else {

@@ -2,6 +2,7 @@
 //! read/write lock of the same name. Each operation is one script call (one round trip).
 
 mod acquire;
+pub(crate) mod calls;
 mod hold;
 mod in_flight;
 pub(crate) mod scripts;
@@ -109,6 +110,7 @@ impl ReadWriteLock {
     ) -> Self {
         let read = Lock {
             client,
+            calls: Arc::new(calls::KeyedCalls::new(&keys)),
             keys,
             local,
             mode: Mode::Read,
@@ -140,6 +142,7 @@ pub struct Lock {
     pub(crate) keys: Arc<LockKeys>,
     pub(crate) local: Arc<LocalLock>,
     pub(crate) mode: Mode,
+    calls: Arc<calls::KeyedCalls>,
 }
 
 /// What one acquire attempt found.
@@ -240,7 +243,7 @@ impl Lock {
     pub async fn release(&self, owner: &Owner) -> Result<u32> {
         let reply = self
             .client
-            .invoke(&self.release_call(owner.token()))
+            .eval_cmd(&SCRIPTS.release, &self.release_call(owner.token()))
             .await?;
         self.released(owner, reply)
     }
@@ -248,20 +251,19 @@ impl Lock {
     /// [`Lock::release`] on the calling thread's own connection (for blocking callers).
     pub(crate) fn release_direct(&self, owner: &Owner) -> Result<u32> {
         self.client.ensure_open()?;
-        let invocation = self.release_call(owner.token());
-        let reply = self.client.direct.run(|c| invocation.invoke(c))?;
+        let call = self.release_call(owner.token());
+        let reply = (self.client.direct).run(|c| calls::eval_sync(c, &SCRIPTS.release, &call))?;
         self.released(owner, reply)
     }
 
     /// The release script call for one hold of the owner with `token` (see release.lua).
-    fn release_call(&self, token: &str) -> redis::ScriptInvocation<'_> {
-        let mut invocation = self.keyed(&SCRIPTS.release);
-        invocation
-            .arg(self.mode.as_arg())
+    fn release_call(&self, token: &str) -> redis::Cmd {
+        let mut call = self.calls.release();
+        call.arg(self.mode.as_arg())
             .arg(token)
             .arg(self.keys.channel())
             .arg(self.announcement_ms());
-        invocation
+        call
     }
 
     /// `reply`: the holds left, or -1 when the owner held none (see release.lua).
@@ -389,13 +391,7 @@ impl Lock {
     /// A script invocation with this name's keys, in the order `prelude.lua` names them.
     fn keyed<'a>(&'a self, script: &'a redis::Script) -> redis::ScriptInvocation<'a> {
         let mut invocation = script.prepare_invoke();
-        invocation
-            .key(self.keys.state())
-            .key(self.keys.expiries())
-            .key(self.keys.waiting_writers())
-            .key(self.keys.waiting_readers())
-            .key(self.keys.waiter_info())
-            .key(self.keys.fence());
+        invocation.key(self.keys.script_keys());
         invocation
     }
 
