@@ -35,7 +35,7 @@ static RUNTIME: AtomicPtr<ProcessRuntime> = AtomicPtr::new(ptr::null_mut());
 /// The runtime of this process (a new one after `fork()`; the old one is leaked, never dropped,
 /// because its threads are gone and dropping it would wait for them).
 pub fn runtime() -> &'static Runtime {
-    let pid = std::process::id();
+    let pid = crate::inspect::process_id();
     let current = RUNTIME.load(Ordering::Acquire);
     // SAFETY: pointers stored in RUNTIME come from Box::leak and are never freed.
     if let Some(rt) = unsafe { current.as_ref() }
@@ -124,7 +124,7 @@ impl Shared {
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::Closed);
         }
-        let pid = std::process::id();
+        let pid = crate::inspect::process_id();
         let mut current = self.current.lock().unwrap();
         if current.0 != pid {
             let fresh = block_on(self.builder.clone().connect())?;
@@ -154,7 +154,7 @@ impl Client {
         Ok(Client {
             shared: Arc::new(Shared {
                 builder,
-                current: Mutex::new((std::process::id(), client)),
+                current: Mutex::new((crate::inspect::process_id(), client)),
                 closed: AtomicBool::new(false),
             }),
         })
@@ -184,7 +184,7 @@ impl Client {
             shared: self.shared.clone(),
             name: name.to_owned(),
             mode,
-            cached: Mutex::new((std::process::id(), lock)),
+            cached: Mutex::new((crate::inspect::process_id(), lock)),
         })
     }
 
@@ -202,7 +202,7 @@ impl Client {
     pub fn close(&self) {
         self.shared.closed.store(true, Ordering::SeqCst);
         let current = self.shared.current.lock().unwrap();
-        if current.0 == std::process::id() {
+        if current.0 == crate::inspect::process_id() {
             current.1.close();
         }
     }
@@ -246,7 +246,7 @@ pub struct Lock {
 impl Lock {
     fn current(&self) -> Result<crate::Lock> {
         let client = self.shared.client()?;
-        let pid = std::process::id();
+        let pid = crate::inspect::process_id();
         let mut cached = self.cached.lock().unwrap();
         if cached.0 != pid {
             let rw = client.read_write_lock(&self.name)?;

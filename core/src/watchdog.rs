@@ -207,9 +207,11 @@ impl Watchdog {
         entry.lost.clone()
     }
 
-    /// Stops tracking; returns whether the hold was tracked.
-    pub(crate) fn forget(&self, key: &WatchKey) -> bool {
-        self.entries.lock().unwrap().remove(key).is_some()
+    /// Stops tracking; returns whether the hold was tracked. `key` is only made when
+    /// something is tracked at all.
+    pub(crate) fn forget(&self, key: impl FnOnce() -> WatchKey) -> bool {
+        let mut entries = self.entries.lock().unwrap();
+        !entries.is_empty() && entries.remove(&key()).is_some()
     }
 
     /// Holds currently kept alive.

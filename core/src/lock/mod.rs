@@ -268,15 +268,14 @@ impl Lock {
 
     /// `reply`: the holds left, or -1 when the owner held none (see release.lua).
     fn released(&self, owner: &Owner, reply: i64) -> Result<u32> {
-        let watch_key = self.watch_key(owner);
         match u32::try_from(reply) {
             Ok(left) => {
                 if left == 0 {
-                    self.client.watchdog.forget(&watch_key);
+                    self.client.watchdog.forget(|| self.watch_key(owner));
                 }
                 Ok(left)
             }
-            Err(_) => Err(self.not_held(&watch_key)),
+            Err(_) => Err(self.not_held(&self.watch_key(owner))),
         }
     }
 
