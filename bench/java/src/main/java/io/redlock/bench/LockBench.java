@@ -244,7 +244,8 @@ public final class LockBench {
           String.format(
               Locale.ROOT,
               "%d JVM processes x %d empty sections of one lock per library and rep (fresh"
-                  + " processes, warmed up, common start), %d reps interleaved with the order"
+                  + " processes, warmed up by %d uncontended cycles each, common start), %d"
+                  + " reps interleaved with the order"
                   + " rotated; lock()/unlock(), default pub/sub waiting, %s; runs = sections/s"
                   + " (first ask to last release); wait = ask to acquired, latency_us and wait"
                   + " figures pooled over reps; handoff = release start to the next acquisition"
@@ -254,6 +255,7 @@ public final class LockBench {
                   + " the recorded times",
               PROCESSES,
               o.sections,
+              Worker.WARM_UP_CYCLES,
               o.p4Reps,
               holdText(o),
               PINGS_PER_RUN));

@@ -20,6 +20,9 @@ import java.time.Instant;
 final class Worker {
   private Worker() {}
 
+  /** Past HotSpot's C2 thresholds (about 10 000 invocations with loop counts). */
+  static final int WARM_UP_CYCLES = 10_000;
+
   /** Wall-clock epoch ns: System.currentTimeMillis is too coarse for one section. */
   static long epochNanos() {
     Instant now = Instant.now();
@@ -39,10 +42,11 @@ final class Worker {
           new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
       try (Library library = Library.open(id, url, leaseMs)) {
         Library.Locker lock = library.locker(name);
-        // Warm-up (JIT, connections, scripts, pub/sub) on a name of our own, then once on the
-        // shared name.
+        // Warm-up (connections, scripts, pub/sub, and the JIT: enough cycles that the compilers
+        // are done before GO, not busy on the 2 cores during the timed run) on a name of our
+        // own, then once on the shared name.
         Library.Locker own = library.locker(name + ":warm:" + index);
-        for (int i = 0; i < 200; i++) {
+        for (int i = 0; i < WARM_UP_CYCLES; i++) {
           own.lock();
           own.unlock();
         }
