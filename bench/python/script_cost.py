@@ -1,9 +1,10 @@
 """Redis' own time per uncontended acquire+release cycle: our scripts against the raw minimum.
 
-Runs on a throwaway redis-server (loopback, free port) one call at a time, as a lock user does,
-and reads Redis' time from INFO commandstats (the top-level commands; calls inside a script are
-part of its time). It isolates what the server costs from what a client costs; bench/run.sh
-measures the whole cycle. Run with the bench venv (bench/python/run.sh builds it):
+Runs one call at a time, as a lock user does, on a throwaway redis-server (loopback, free port;
+or $REDIS_URL, whose command statistics it resets), and reads Redis' time from INFO
+commandstats (the top-level commands; calls inside a script are part of its time). It isolates
+what the server costs from what a client costs; bench/run.sh measures the whole cycle. Run with
+the bench venv (bench/python/run.sh builds it):
 
     .venv-bench/bin/python bench/python/script_cost.py [cycles]
 
@@ -18,15 +19,14 @@ Variants:
 """
 
 import os
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
+from pathlib import Path
 
 import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python-demo"))
+from _server import redis_url
 
 LOCK_DIR = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "core", "src", "lock"
@@ -66,94 +66,62 @@ COMPARE_AND_DELETE = (
 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> None:
     cycles = int(sys.argv[1]) if len(sys.argv) > 1 else 4000
-    port, scratch = free_port(), tempfile.mkdtemp(prefix="redlock-script-cost-")
-    server = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            scratch,
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        r = redis.Redis(port=port)
-        for _ in range(100):
-            try:
-                r.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        state = "redlock:{bench}"
-        keys = [
-            state,
-            state + ":exp",
-            state + ":ww",
-            state + ":wr",
-            state + ":wi",
-            "redlock:fence:{x}",
-        ]
-        token = "0f8e3c52-96a1-4b7e-9b52-6b1f4c2d9e01:client-1"
-        meta = '{"host":"bench-host","pid":12345,"thread":"main","at":1790000000000}'
-        acquire_args = ["w", token, 10_000, meta, 0, ""]
-        release_args = ["w", token, state + ":ch", 2_000]
+    with redis_url() as url:
+        measure(redis.Redis.from_url(url), cycles)
 
-        def pair(acquire: str, release: str):
-            a, b = r.script_load(acquire), r.script_load(release)
 
-            def cycle():
-                r.evalsha(a, 6, *keys, *acquire_args)
-                r.evalsha(b, 6, *keys, *release_args)
+def measure(r: redis.Redis, cycles: int) -> None:
+    state = "redlock:{bench}"
+    keys = [
+        state,
+        state + ":exp",
+        state + ":ww",
+        state + ":wr",
+        state + ":wi",
+        "redlock:fence:{x}",
+    ]
+    token = "0f8e3c52-96a1-4b7e-9b52-6b1f4c2d9e01:client-1"
+    meta = '{"host":"bench-host","pid":12345,"thread":"main","at":1790000000000}'
+    acquire_args = ["w", token, 10_000, meta, 0, ""]
+    release_args = ["w", token, state + ":ch", 2_000]
 
-            return cycle
+    def pair(acquire: str, release: str):
+        a, b = r.script_load(acquire), r.script_load(release)
 
-        ours = pair(lock_script("acquire.lua"), lock_script("release.lua"))
-        same_calls = pair(SAME_CALLS_ACQUIRE, SAME_CALLS_RELEASE)
-        empty = pair("return '1:1'", "return 0")
-        cad = r.script_load(COMPARE_AND_DELETE)
+        def cycle():
+            r.evalsha(a, 6, *keys, *acquire_args)
+            r.evalsha(b, 6, *keys, *release_args)
 
-        def raw():
-            r.set("raw", token, nx=True, px=10_000)
-            r.evalsha(cad, 1, "raw", token)
+        return cycle
 
-        # A cycle that failed would measure something else: check each once.
-        assert r.evalsha(r.script_load(lock_script("acquire.lua")), 6, *keys, *acquire_args)
-        assert r.evalsha(r.script_load(lock_script("release.lua")), 6, *keys, *release_args) == 0
-        variants = {"raw": raw, "ours": ours, "same calls": same_calls, "empty": empty}
-        usec: dict[str, list[float]] = {name: [] for name in variants}
-        for _ in range(3):  # interleaved repetitions
-            for name, cycle in variants.items():
-                r.config_resetstat()
-                for _ in range(cycles):
-                    cycle()
-                stats = r.info("commandstats")
-                total = sum(
-                    stats.get(c, {}).get("usec", 0) for c in ("cmdstat_evalsha", "cmdstat_set")
-                )
-                usec[name].append(total / cycles)
-        print(f"Redis time per acquire+release cycle ({cycles} cycles x 3 reps, one call a time)")
-        for name, values in usec.items():
-            spread = " ".join(f"{v:.1f}" for v in values)
-            print(f"  {name:11s} median {statistics.median(values):5.1f} µs   ({spread})")
-    finally:
-        server.kill()
-        server.wait()
-        shutil.rmtree(scratch, ignore_errors=True)
+    ours = pair(lock_script("acquire.lua"), lock_script("release.lua"))
+    same_calls = pair(SAME_CALLS_ACQUIRE, SAME_CALLS_RELEASE)
+    empty = pair("return '1:1'", "return 0")
+    cad = r.script_load(COMPARE_AND_DELETE)
+
+    def raw():
+        r.set("raw", token, nx=True, px=10_000)
+        r.evalsha(cad, 1, "raw", token)
+
+    # A cycle that failed would measure something else: check each once.
+    assert r.evalsha(r.script_load(lock_script("acquire.lua")), 6, *keys, *acquire_args)
+    assert r.evalsha(r.script_load(lock_script("release.lua")), 6, *keys, *release_args) == 0
+    variants = {"raw": raw, "ours": ours, "same calls": same_calls, "empty": empty}
+    usec: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(3):  # interleaved repetitions
+        for name, cycle in variants.items():
+            r.config_resetstat()
+            for _ in range(cycles):
+                cycle()
+            stats = r.info("commandstats")
+            total = sum(stats.get(c, {}).get("usec", 0) for c in ("cmdstat_evalsha", "cmdstat_set"))
+            usec[name].append(total / cycles)
+    print(f"Redis time per acquire+release cycle ({cycles} cycles x 3 reps, one call a time)")
+    for name, values in usec.items():
+        spread = " ".join(f"{v:.1f}" for v in values)
+        print(f"  {name:11s} median {statistics.median(values):5.1f} µs   ({spread})")
 
 
 if __name__ == "__main__":
