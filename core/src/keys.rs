@@ -28,6 +28,8 @@ pub const MAX_NAME_LEN: usize = 1024;
 /// Longest accepted key prefix, in bytes.
 pub const MAX_PREFIX_LEN: usize = 128;
 const SLOTS: usize = 16_384;
+/// How many keys [`LockKeys::script_keys`] writes.
+pub(crate) const SCRIPT_KEY_COUNT: usize = 6;
 
 /// The Redis keys and channel of one lock name. Only the state key and the fencing counter are
 /// stored; the other keys are the state key plus a suffix, written straight into a command's
@@ -114,7 +116,8 @@ impl LockKeys {
     pub(crate) fn fence(&self) -> &str {
         &self.fence
     }
-    /// Every key a lock script declares, in the order of prelude.lua's `KEYS`.
+    /// Every key a lock script declares ([`SCRIPT_KEY_COUNT`]), in the order of prelude.lua's
+    /// `KEYS`.
     pub(crate) fn script_keys(&self) -> impl ToRedisArgs + '_ {
         (
             self.state(),
@@ -219,6 +222,32 @@ static SLOT_TAGS: LazyLock<Vec<u32>> = LazyLock::new(|| {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn script_keys_are_all_in_the_names_slot_and_counted() {
+        let keys = LockKeys::new("redlock", "a{b}c").unwrap();
+        let mut call = redis::Cmd::new();
+        call.arg(keys.script_keys());
+        let written: Vec<&[u8]> = call
+            .args_iter()
+            .map(|arg| match arg {
+                redis::Arg::Simple(bytes) => bytes,
+                _ => panic!("only plain arguments expected"),
+            })
+            .collect();
+        assert_eq!(written.len(), SCRIPT_KEY_COUNT);
+        assert_eq!(written[0], keys.state().as_bytes());
+        for key in written {
+            let key = std::str::from_utf8(key).unwrap();
+            let open = key.find('{').unwrap();
+            let close = open + key[open..].find('}').unwrap();
+            assert_eq!(
+                slot_of(&key.as_bytes()[open + 1..close]),
+                keys.slot(),
+                "{key}"
+            );
+        }
+    }
 
     #[test]
     fn crc16_matches_the_cluster_spec_vector() {

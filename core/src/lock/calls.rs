@@ -5,7 +5,7 @@
 use redis::{Cmd, ConnectionLike, FromRedisValue, RedisResult, Script};
 
 use super::scripts::SCRIPTS;
-use crate::keys::LockKeys;
+use crate::keys::{LockKeys, SCRIPT_KEY_COUNT};
 
 /// `EVALSHA <sha> 6 <keys>` of acquire.lua and release.lua for one name.
 pub(crate) struct KeyedCalls {
@@ -34,7 +34,9 @@ impl KeyedCalls {
 
 fn keyed(script: &Script, keys: &LockKeys) -> Cmd {
     let mut call = redis::cmd("EVALSHA");
-    call.arg(script.get_hash()).arg(6).arg(keys.script_keys());
+    call.arg(script.get_hash())
+        .arg(SCRIPT_KEY_COUNT)
+        .arg(keys.script_keys());
     call
 }
 
