@@ -8,6 +8,7 @@ package redlock
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -61,4 +62,24 @@ func liveObjects() (handles, strs uint64, err error) {
 	var h, s C.uint64_t
 	err = call("live objects", func(e *C.rl_error) C.rl_status { return C.rl_live_objects(&h, &s, e) })
 	return uint64(h), uint64(s), err
+}
+
+// cancelFor makes a cancel token that ctx's end triggers (a zero token when ctx never ends),
+// and what frees it once the call is over.
+func cancelFor(ctx context.Context, op string) (C.rl_cancel, func(), error) {
+	var cancel C.rl_cancel
+	if ctx.Done() == nil {
+		return cancel, func() {}, nil
+	}
+	if err := call(op, func(e *C.rl_error) C.rl_status { return C.rl_cancel_new(&cancel, e) }); err != nil {
+		return cancel, nil, err
+	}
+	// If the trigger runs after the free below, the library answers RL_INVALID_HANDLE, which is
+	// harmless here.
+	token := cancel
+	stop := context.AfterFunc(ctx, func() { C.rl_cancel_trigger(token, nil) })
+	return cancel, func() {
+		stop()
+		C.rl_cancel_free(&token, nil)
+	}, nil
 }

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -28,7 +29,7 @@ var nextClientID atomic.Uintptr
 
 // Connect connects to Redis at url (redis://[user:password@]host[:port][/db], rediss://... for
 // TLS). It blocks until connected or the connect timeout (or ctx's deadline, if sooner) passes;
-// an unreachable Redis is ErrConnection.
+// an unreachable Redis is ErrConnection. Cancelling ctx ends the connect at once with its error.
 func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, contextError("connect", err)
@@ -67,12 +68,20 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	if err := setCallbacks(options, c.id, s.onContention != nil); err != nil {
 		return nil, err
 	}
+	cancel, release, err := cancelFor(ctx, "connect")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	hooksByClient.Store(c.id, c.hooks)
 	err = call("connect", func(e *C.rl_error) C.rl_status {
-		return C.rl_client_connect(cURL, options, &c.h, e)
+		return C.rl_client_connect_ex(cURL, options, cancel, &c.h, e)
 	})
 	if err != nil {
 		hooksByClient.Delete(c.id)
+		if errors.Is(err, ErrCanceled) && ctx.Err() != nil {
+			return nil, contextError("connect", ctx.Err())
+		}
 		return nil, err
 	}
 	runtime.AddCleanup(c, closeClient, clientRef{uint64(c.h.id), c.id})

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 )
@@ -161,5 +162,26 @@ func TestATimedOutAcquireLeavesNothing(t *testing.T) {
 	}
 	if n := lockKeyCount(t, rw.Read().Name()); n != 0 {
 		t.Fatalf("%d keys left in Redis", n)
+	}
+}
+
+func TestCancellingTheContextEndsAConnect(t *testing.T) {
+	// A loopback port that accepts connections (the kernel's backlog) but never answers.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	ctx, cancel := context.WithCancel(bg)
+	time.AfterFunc(200*time.Millisecond, cancel)
+	started := time.Now()
+	c, err := Connect(ctx, "redis://"+silent.Addr().String(), WithConnectTimeout(20*time.Second))
+	if c != nil {
+		c.Close()
+	}
+	wantErr(t, err, ErrCanceled)
+	wantErr(t, err, context.Canceled)
+	if took := time.Since(started); took > 2*time.Second {
+		t.Fatalf("the connect ended %v after it started, long after its context", took)
 	}
 }

@@ -141,18 +141,11 @@ func (l *Lock) acquire(ctx context.Context, owner *Owner, wait C.int64_t, opts [
 		}
 		defer freeCString(label)
 	}
-	var cancel C.rl_cancel
-	if ctx.Done() != nil {
-		if err := call("acquire", func(e *C.rl_error) C.rl_status { return C.rl_cancel_new(&cancel, e) }); err != nil {
-			return nil, err
-		}
-		defer C.rl_cancel_free(&cancel, nil)
-		// The library's wait ends when ctx does. If the trigger runs after the free above, the
-		// library answers RL_INVALID_HANDLE, which is harmless here.
-		token := cancel
-		stop := context.AfterFunc(ctx, func() { C.rl_cancel_trigger(token, nil) })
-		defer stop()
+	cancel, release, err := cancelFor(ctx, "acquire")
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 
 	var acquired C.rl_acquired
 	var hold C.rl_hold
@@ -161,7 +154,7 @@ func (l *Lock) acquire(ctx context.Context, owner *Owner, wait C.int64_t, opts [
 	if watched {
 		holdOut = &hold
 	}
-	err := call("acquire", func(e *C.rl_error) C.rl_status {
+	err = call("acquire", func(e *C.rl_error) C.rl_status {
 		return C.rl_lock_acquire_ex(l.h, owner.h, wait, lease, cancel, label, &acquired, holdOut, e)
 	})
 	runtime.KeepAlive(l)

@@ -150,7 +150,21 @@ impl Client {
 
     /// Connects with the settings of `builder` (see [`crate::Client::builder`]).
     pub fn from_builder(builder: ClientBuilder) -> Result<Client> {
-        let client = block_on(builder.clone().connect())?;
+        Client::connect_with(builder, None)
+    }
+
+    /// [`Client::from_builder`] that `cancel` (if given) ends from another thread with
+    /// `Cancelled`; a connection made meanwhile is dropped.
+    pub fn connect_with(builder: ClientBuilder, cancel: Option<&CancelToken>) -> Result<Client> {
+        let cancel = cancel.cloned().unwrap_or_default();
+        let connecting = builder.clone().connect();
+        let client = block_on(async move {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => Err(Error::Cancelled),
+                client = connecting => client,
+            }
+        })?;
         Ok(Client {
             shared: Arc::new(Shared {
                 builder,

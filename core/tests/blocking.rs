@@ -185,3 +185,30 @@ fn a_direct_release_of_a_lost_hold_reports_it_and_runs_the_callback() {
     }
     assert_eq!(lost.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn a_connect_to_a_server_that_never_answers_is_cancelled_from_another_thread() {
+    // The kernel accepts connections into the backlog; nobody ever answers them.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://{}", silent.local_addr().unwrap());
+    let builder = redlock_core::Client::builder(&url).connect_timeout(Duration::from_secs(20));
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    let canceller = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(200));
+        trigger.cancel();
+    });
+    let started = Instant::now();
+    let result = Client::connect_with(builder, Some(&cancel));
+    canceller.join().unwrap();
+    assert!(
+        matches!(result, Err(Error::Cancelled)),
+        "{:?}",
+        result.err()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+}

@@ -230,6 +230,14 @@ typedef struct rl_client {
 } rl_client;
 
 /**
+ * A cancel token: `rl_cancel_trigger`, from any thread, ends every wait it was given to.
+ * A zero `id` means "no object" (and, where a cancel token is optional, "not cancellable").
+ */
+typedef struct rl_cancel {
+    uint64_t id;
+} rl_cancel;
+
+/**
  * One view of a lock name: the exclusive lock (`rl_client_lock`) or the read or write view of a
  * read/write lock (`rl_rwlock_read`, `rl_rwlock_write`). A zero `id` means "no object".
  */
@@ -268,14 +276,6 @@ typedef struct rl_acquired {
      */
     uint32_t hold_count;
 } rl_acquired;
-
-/**
- * A cancel token: `rl_cancel_trigger`, from any thread, ends every wait it was given to.
- * A zero `id` means "no object" (and, where a cancel token is optional, "not cancellable").
- */
-typedef struct rl_cancel {
-    uint64_t id;
-} rl_cancel;
 
 /**
  * One successful acquisition: fencing token, hold count, lost state. A zero `id` means
@@ -452,6 +452,19 @@ rl_status rl_client_connect(const char *url,
                             struct rl_options options,
                             struct rl_client *out,
                             struct rl_error *err);
+
+/**
+ * `rl_client_connect` that `cancel` (a zero handle: not cancellable) ends from another thread
+ * with `RL_CANCELLED` (see `rl_cancel_new`); a connection made meanwhile is dropped.
+ *
+ * # Safety
+ * `url` is NULL or a NUL-terminated string; `out` and `err` are NULL or valid for writes.
+ */
+rl_status rl_client_connect_ex(const char *url,
+                               struct rl_options options,
+                               struct rl_cancel cancel,
+                               struct rl_client *out,
+                               struct rl_error *err);
 
 /**
  * Closes the client: the watchdog stops, waiting acquires end with `RL_CLOSED`, and every later
@@ -794,9 +807,10 @@ rl_status rl_hold_wait_lost(struct rl_hold hold,
 rl_status rl_hold_free(struct rl_hold *hold, struct rl_error *err);
 
 /**
- * Creates a cancel token. Pass it to `rl_lock_acquire_ex` (or `rl_hold_wait_lost`); calling
- * `rl_cancel_trigger` from any thread then ends those waits with `RL_CANCELLED`, leaving nothing
- * behind in Redis. A triggered token stays triggered: use a new one for the next wait.
+ * Creates a cancel token. Pass it to `rl_lock_acquire_ex`, `rl_hold_wait_lost` or
+ * `rl_client_connect_ex`; calling `rl_cancel_trigger` from any thread then ends those waits
+ * with `RL_CANCELLED`, leaving nothing behind in Redis. A triggered token stays triggered: use
+ * a new one for the next wait.
  *
  * # Safety
  * `out` and `err` are NULL or valid for writes.

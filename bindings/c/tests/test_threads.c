@@ -1,10 +1,16 @@
 /* Threads: five threads contend on one counter without a lost update; a wait is cancelled from
- * another thread (and leaves nothing in Redis); closing the client ends a wait. */
+ * another thread (and leaves nothing in Redis); closing the client ends a wait; a connect to a
+ * server that never answers is cancelled from another thread. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -145,11 +151,79 @@ done:
     rl_error_free(&err);
 }
 
+typedef struct connecting {
+    char url[64];
+    rl_options options;
+    rl_cancel cancel;
+    rl_client client;
+    rl_status status;
+    int64_t returned_at;
+} connecting;
+
+static void *connect_cancellable(void *arg) {
+    connecting *c = arg;
+    c->status = rl_client_connect_ex(c->url, c->options, c->cancel, &c->client, NULL);
+    c->returned_at = now_ms();
+    return NULL;
+}
+
+/* A loopback port that accepts connections (the kernel's backlog) but never answers. */
+static int silent_listener(int *port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof addr;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(fd, 16) != 0 ||
+        getsockname(fd, (struct sockaddr *)&addr, &len) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    *port = ntohs(addr.sin_port);
+    return fd;
+}
+
+static void a_connect_is_cancelled_from_another_thread(void) {
+    rl_error err = {0};
+    connecting c = {.status = RL_INTERNAL};
+    pthread_t thread;
+    int port = 0;
+    int listener = silent_listener(&port);
+    REQUIRE(listener >= 0);
+    snprintf(c.url, sizeof c.url, "redis://127.0.0.1:%d", port);
+    TRY(rl_options_new(&c.options, &err), &err);
+    TRY(rl_options_set_connect_timeout_ms(c.options, 20000, &err), &err);
+    TRY(rl_cancel_new(&c.cancel, &err), &err);
+    REQUIRE(pthread_create(&thread, NULL, connect_cancellable, &c) == 0);
+    sleep_ms(300);
+    int64_t triggered_at = now_ms();
+    CHECK_OK(rl_cancel_trigger(c.cancel, &err), &err);
+    pthread_join(thread, NULL);
+    CHECK_STATUS(RL_CANCELLED, c.status, NULL);
+    CHECK(c.returned_at - triggered_at < 1000);
+    CHECK(c.client.id == 0);
+    /* A freed token is an invalid handle, not "not cancellable". */
+    rl_cancel freed = c.cancel;
+    CHECK_OK(rl_cancel_free(&c.cancel, &err), &err);
+    CHECK_STATUS(RL_INVALID_HANDLE,
+                 rl_client_connect_ex(c.url, c.options, freed, &c.client, &err), &err);
+done:
+    rl_cancel_free(&c.cancel, NULL);
+    rl_options_free(&c.options, NULL);
+    rl_client_free(&c.client, NULL);
+    rl_error_free(&err);
+    if (listener >= 0) {
+        close(listener);
+    }
+}
+
 const test_case thread_tests[] = {
     {"threads: five threads count without a lost update",
      five_threads_count_without_a_lost_update},
     {"threads: a wait is cancelled from another thread and leaves nothing in Redis",
      a_wait_is_cancelled_from_another_thread_and_leaves_nothing},
     {"threads: closing the client ends a wait", closing_the_client_ends_a_wait},
+    {"threads: a connect to a server that never answers is cancelled from another thread",
+     a_connect_is_cancelled_from_another_thread},
     {NULL, NULL},
 };

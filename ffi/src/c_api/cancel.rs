@@ -10,9 +10,10 @@ use super::status::rl_status;
 
 pub(crate) static CANCELS: Table<CancelToken> = Table::new(Kind::Cancel);
 
-/// Creates a cancel token. Pass it to `rl_lock_acquire_ex` (or `rl_hold_wait_lost`); calling
-/// `rl_cancel_trigger` from any thread then ends those waits with `RL_CANCELLED`, leaving nothing
-/// behind in Redis. A triggered token stays triggered: use a new one for the next wait.
+/// Creates a cancel token. Pass it to `rl_lock_acquire_ex`, `rl_hold_wait_lost` or
+/// `rl_client_connect_ex`; calling `rl_cancel_trigger` from any thread then ends those waits
+/// with `RL_CANCELLED`, leaving nothing behind in Redis. A triggered token stays triggered: use
+/// a new one for the next wait.
 ///
 /// # Safety
 /// `out` and `err` are NULL or valid for writes.

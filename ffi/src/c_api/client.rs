@@ -8,9 +8,12 @@ use redlock_core::blocking;
 
 use super::args::{init_out, put, require_out};
 use super::callbacks::CallbackGate;
+use super::cancel::CANCELS;
 use super::error::rl_error;
 use super::guard::guard;
-use super::handles::{Kind, Table, free_handle, rl_client, rl_lock, rl_options, rl_rwlock};
+use super::handles::{
+    Kind, Table, free_handle, rl_cancel, rl_client, rl_lock, rl_options, rl_rwlock,
+};
 use super::inspect::info_json;
 use super::lock::{LOCKS, LockObj, RWLOCKS};
 use super::options::OPTIONS;
@@ -45,6 +48,23 @@ pub unsafe extern "C" fn rl_client_connect(
     out: *mut rl_client,
     err: *mut rl_error,
 ) -> rl_status {
+    // SAFETY: the same contract.
+    unsafe { rl_client_connect_ex(url, options, rl_cancel::default(), out, err) }
+}
+
+/// `rl_client_connect` that `cancel` (a zero handle: not cancellable) ends from another thread
+/// with `RL_CANCELLED` (see `rl_cancel_new`); a connection made meanwhile is dropped.
+///
+/// # Safety
+/// `url` is NULL or a NUL-terminated string; `out` and `err` are NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rl_client_connect_ex(
+    url: *const c_char,
+    options: rl_options,
+    cancel: rl_cancel,
+    out: *mut rl_client,
+    err: *mut rl_error,
+) -> rl_status {
     guard(err, || {
         // SAFETY: per this function's contract.
         unsafe { init_out(out, "out")? };
@@ -54,9 +74,10 @@ pub unsafe extern "C" fn rl_client_connect(
             Some(s) => s.lock().unwrap_or_else(PoisonError::into_inner).clone(),
             None => Default::default(),
         };
+        let cancel = CANCELS.get_optional(cancel.id)?;
         let callbacks = Arc::new(CallbackGate::default());
         let builder = settings.apply(redlock_core::Client::builder(url), &callbacks);
-        let client = blocking::Client::from_builder(builder)?;
+        let client = blocking::Client::connect_with(builder, cancel.as_ref())?;
         let id = CLIENTS.insert(Arc::new(ClientObj { client, callbacks }));
         // SAFETY: as above.
         unsafe { put(out, rl_client { id }) };
