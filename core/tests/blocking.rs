@@ -9,6 +9,15 @@ use redlock_core::blocking::{CancelToken, Client};
 use redlock_core::testing::RedisServer;
 use redlock_core::{AcquireOptions, Error, Owner};
 
+/// Triggers `cancel` from another thread after `delay`.
+fn cancel_after(cancel: &CancelToken, delay: Duration) -> thread::JoinHandle<()> {
+    let trigger = cancel.clone();
+    thread::spawn(move || {
+        thread::sleep(delay);
+        trigger.cancel();
+    })
+}
+
 #[test]
 fn threads_contend_without_lost_updates() {
     let server = RedisServer::start();
@@ -44,11 +53,7 @@ fn a_wait_is_cancelled_from_another_thread_and_leaves_nothing() {
     lock.acquire(&Owner::random(), Some(Duration::ZERO), None)
         .unwrap();
     let cancel = CancelToken::new();
-    let trigger = cancel.clone();
-    let canceller = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(200));
-        trigger.cancel();
-    });
+    let canceller = cancel_after(&cancel, Duration::from_millis(200));
     let started = Instant::now();
     let result = lock.acquire_with(&Owner::random(), AcquireOptions::default(), Some(&cancel));
     assert_eq!(result.unwrap_err(), Error::Cancelled);
@@ -193,11 +198,7 @@ fn a_connect_to_a_server_that_never_answers_is_cancelled_from_another_thread() {
     let url = format!("redis://{}", silent.local_addr().unwrap());
     let builder = redlock_core::Client::builder(&url).connect_timeout(Duration::from_secs(20));
     let cancel = CancelToken::new();
-    let trigger = cancel.clone();
-    let canceller = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(200));
-        trigger.cancel();
-    });
+    let canceller = cancel_after(&cancel, Duration::from_millis(200));
     let started = Instant::now();
     let result = Client::connect_with(builder, Some(&cancel));
     canceller.join().unwrap();
