@@ -37,10 +37,16 @@ def lock_script(name: str) -> str:
     """A script as core/src/lock/scripts.rs assembles it."""
     with open(os.path.join(LOCK_DIR, "prelude.lua")) as f:
         prelude = f.read()
+    with open(os.path.join(LOCK_DIR, "grant.lua")) as f:
+        grant = f.read()
     with open(os.path.join(LOCK_DIR, "helpers.lua")) as f:
         helpers = f.read()
     with open(os.path.join(LOCK_DIR, name)) as f:
         body = f.read()
+    if "--[[grant]]" in body:
+        body = body.replace("--[[grant]]", grant, 1)
+    else:
+        helpers = grant + "\n" + helpers
     return prelude + "\n" + body.replace("--[[helpers]]", helpers, 1)
 
 

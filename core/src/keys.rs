@@ -12,7 +12,7 @@
 //! | `P:{N}:wr`          | zset | readers waiting (`r:T`), and `turn` while readers have their turn |
 //! | `P:fence:{S}`       | int  | fencing counter shared by every name of one hash slot        |
 //!
-//! Channel `P:{N}:ch` carries wake-ups. The fencing counters never expire but there are at most
+//! Channel `P:{N}:ch` carries wake-ups; `P:{N}:ch:C` the grants to the waiters of client `C`. The fencing counters never expire but there are at most
 //! 16 384 of them (one per slot): `S` is a short tag chosen to hash into the name's slot.
 
 use std::fmt;

@@ -19,6 +19,11 @@
 //! - **One round trip** per acquire attempt and per release (one Lua script each). Waiting is by
 //!   pub/sub notification with a bounded re-check; waiters of one client queue locally so one at
 //!   a time talks to Redis. Dropping a waiting acquire leaves nothing in Redis.
+//! - **Hand-over in the release**: a release that frees the lock gives it to the first waiting
+//!   writer in the same script, and that waiter is in without a round trip of its own. Only a
+//!   waiter whose client Redis still counts as listening gets it: a process that crashes while
+//!   it waits is passed over, not handed the lock for a whole lease. (A host that vanishes
+//!   without closing its connections still looks alive to Redis until TCP gives up on it.)
 //! - **Fencing tokens**: every acquisition returns a 64-bit token; for one name, tokens of new
 //!   write (and exclusive) holds strictly increase, also across free periods. The counter is
 //!   shared by all names of a Redis Cluster hash slot (at most 16 384 counter keys ever).

@@ -6,9 +6,11 @@
 //! (and, underneath, by the waiters' bounded re-check). Channels stay subscribed for a linger time
 //! after their last waiter leaves, so steady contention costs no SUBSCRIBE/UNSUBSCRIBE traffic.
 //!
-//! A release that grants the lock to a waiting writer publishes `g:FENCE:WAITER`. The hub keeps
-//! grants addressed to this client's waiters (their ids start with the hub's prefix) until the
-//! waiter takes them, and wakes nobody for grants to other clients: the lock stays taken.
+//! A release that grants the lock to a waiting writer publishes `g:FENCE:WAITER` on the lock's
+//! *grant channel of the waiter's client* (the lock's channel plus `:CLIENT`, the start of every
+//! waiter id of this client), which only this client subscribes to beside the lock's channel.
+//! Redis counts who hears it: a grant nobody hears (the client is gone, or its pub/sub
+//! connection is down) is not made. The hub keeps grants until the waiter takes them.
 
 use std::collections::HashMap;
 use std::fmt::{self, Write};
@@ -23,7 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) struct PubSubHub {
     redis: redis::Client,
-    /// Starts every waiter id of this client (random, so ids never repeat across clients).
+    /// `CLIENT-`: starts every waiter id of this client (random, so ids never repeat across
+    /// clients).
     waiter_prefix: Arc<str>,
     waiter_seq: AtomicU64,
     shared: Arc<Shared>,
@@ -214,7 +217,7 @@ impl PubSubHub {
             let (tx, rx) = mpsc::unbounded_channel();
             let task = HubTask {
                 redis: self.redis.clone(),
-                waiter_prefix: self.waiter_prefix.clone(),
+                grant_suffix: format!(":{}", self.waiter_prefix.trim_end_matches('-')).into(),
                 shared: self.shared.clone(),
                 shutdown: self.shutdown.clone(),
                 connect_timeout: self.connect_timeout,
@@ -228,7 +231,8 @@ impl PubSubHub {
 
 struct HubTask {
     redis: redis::Client,
-    waiter_prefix: Arc<str>,
+    /// `:CLIENT`: a lock's channel plus this is where grants to this client's waiters arrive.
+    grant_suffix: Box<str>,
     shared: Arc<Shared>,
     shutdown: CancellationToken,
     connect_timeout: Duration,
@@ -282,7 +286,7 @@ impl HubTask {
             .cloned()
             .collect();
         if !known.is_empty() {
-            if sink.subscribe(&known).await.is_err() {
+            if sink.subscribe(self.with_grants(&known)).await.is_err() {
                 return Disconnect::Lost;
             }
             self.confirm(&known);
@@ -302,14 +306,15 @@ impl HubTask {
                 },
                 request = requests.recv() => {
                     let Some(channel) = request else { return Disconnect::Shutdown };
-                    if sink.subscribe(&channel).await.is_err() {
+                    let both = self.with_grants(std::slice::from_ref(&channel));
+                    if sink.subscribe(both).await.is_err() {
                         return Disconnect::Lost;
                     }
                     self.confirm(std::slice::from_ref(&channel));
                 }
                 _ = sweep.tick() => {
                     let idle = self.take_idle();
-                    if !idle.is_empty() && sink.unsubscribe(&idle).await.is_err() {
+                    if !idle.is_empty() && sink.unsubscribe(self.with_grants(&idle)).await.is_err() {
                         return Disconnect::Lost;
                     }
                 }
@@ -317,26 +322,35 @@ impl HubTask {
         }
     }
 
+    /// Each lock channel followed by its grant channel for this client.
+    fn with_grants(&self, channels: &[String]) -> Vec<String> {
+        channels
+            .iter()
+            .flat_map(|c| [c.clone(), format!("{c}{}", self.grant_suffix)])
+            .collect()
+    }
+
     /// Wakes the channel's waiters for a release, or for a grant to one of this client's waiters.
     fn dispatch(&self, msg: &redis::Msg) {
+        let name = msg.get_channel_name();
         let channels = self.shared.channels.lock().unwrap();
-        let Some(state) = channels.get(msg.get_channel_name()) else {
-            return;
-        };
-        let payload = msg.get_payload_bytes();
-        let Some(grant) = payload.strip_prefix(b"g:") else {
+        if let Some(state) = channels.get(name) {
             state.signal.fire();
             return;
+        }
+        let Some(state) = name
+            .strip_suffix(&*self.grant_suffix)
+            .and_then(|lock_channel| channels.get(lock_channel))
+        else {
+            return;
         };
-        let parsed = std::str::from_utf8(grant).ok().and_then(|g| {
-            let (fence, waiter) = g.split_once(':')?;
+        let grant = msg.get_payload_bytes().strip_prefix(b"g:").and_then(|g| {
+            let (fence, waiter) = std::str::from_utf8(g).ok()?.split_once(':')?;
             Some((fence.parse::<u64>().ok()?, waiter))
         });
-        match parsed {
-            Some((fence, waiter)) if waiter.starts_with(&*self.waiter_prefix) => {
-                state.signal.grant(waiter, fence)
-            }
-            Some(_) => {} // another client's waiter got it: the lock stays taken
+        match grant {
+            Some((fence, waiter)) => state.signal.grant(waiter, fence),
+            // Not a grant we understand: let the waiters look for themselves.
             None => state.signal.fire(),
         }
     }

@@ -538,11 +538,25 @@ pub(super) async fn tidy<T>(
 
 #[cfg(all(test, feature = "test-support"))]
 mod grant_tests {
-    //! Grants to waiters that never hear of them: claimed by a later attempt, given back by a
-    //! withdrawal. (A live waiter's grant is covered by `tests/grants.rs`.)
+    //! Grants to waiters whose client listens but which never take them: claimed by a later
+    //! attempt, given back by a withdrawal; and waiters whose client is gone, which get none.
+    //! (A live waiter's grant is covered by `tests/grants.rs`.)
     use super::*;
     use crate::Client;
     use crate::testing::RedisServer;
+
+    /// A pub/sub connection on the grant channel of the waiter ids `CLIENT-…` of `lock`: a
+    /// client that is alive (Redis counts it as hearing its grants) but does not act on them.
+    async fn listening(server: &RedisServer, lock: &Lock, client: &str) -> redis::aio::PubSub {
+        let mut pubsub = redis::Client::open(server.url())
+            .unwrap()
+            .get_async_pubsub()
+            .await
+            .unwrap();
+        let channel = format!("{}:{client}", lock.keys.channel());
+        pubsub.subscribe(channel).await.unwrap();
+        pubsub
+    }
 
     fn announced_attempt<'a>(owner: &'a Owner, waiter: &'a str) -> AttemptArgs<'a> {
         AttemptArgs {
@@ -559,12 +573,13 @@ mod grant_tests {
         let server = RedisServer::start();
         let client = Client::connect(&server.url()).await.unwrap();
         let lock = client.lock("grants").unwrap();
+        let _alive = listening(&server, &lock, "gone").await;
         let holder = Owner::random();
         lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
             .await
             .unwrap();
 
-        // Two waiters (of processes that will not hear their grants) queue in this order.
+        // Two waiters (of a live process that will not take their grants) queue in this order.
         let (x, y) = (
             Owner::from_token("x").unwrap(),
             Owner::from_token("y").unwrap(),
@@ -615,6 +630,7 @@ mod grant_tests {
         let server = RedisServer::start();
         let client = Client::connect(&server.url()).await.unwrap();
         let lock = client.lock("grants").unwrap();
+        let _alive = listening(&server, &lock, "gone").await;
         let holder = Owner::random();
         lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
             .await
@@ -655,6 +671,7 @@ mod grant_tests {
         let server = RedisServer::start();
         let client = Client::connect(&server.url()).await.unwrap();
         let lock = client.lock("grants").unwrap();
+        let _alive = listening(&server, &lock, "gone").await;
         let holder = Owner::random();
         lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
             .await
@@ -673,5 +690,66 @@ mod grant_tests {
         assert_eq!(lock.hold_count(&gone).await.unwrap(), 0);
         let keys = server.command(&["KEYS", "*"]);
         assert!(!keys.contains("grants"), "keys left behind: {keys}");
+    }
+
+    /// A process that crashed while announced as waiting must not be handed the lock for a
+    /// whole lease: its client no longer listens, so the grant goes to the next waiter, or
+    /// nobody.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_waiter_whose_client_is_gone_is_not_granted_the_lock() {
+        let server = RedisServer::start();
+        let client = Client::connect(&server.url()).await.unwrap();
+        let lock = client.lock("grants").unwrap();
+        let holder = Owner::random();
+        let announce = |waiter: &'static str, token: &'static str| {
+            let lock = lock.clone();
+            async move {
+                let owner = Owner::from_token(token).unwrap();
+                let mut announcement = Announcement::new(&lock, &owner, waiter);
+                let attempt = lock
+                    .attempt(&announced_attempt(&owner, waiter), &mut announcement)
+                    .await
+                    .unwrap();
+                assert!(matches!(attempt, Attempt::Busy { .. }));
+                announcement.disarm();
+            }
+        };
+
+        // Alone in the queue: the release leaves the lock free and the queue empty.
+        lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
+            .await
+            .unwrap();
+        announce("crashed-1:gone", "gone").await;
+        lock.release(&holder).await.unwrap();
+        assert!(!lock.is_locked().await.unwrap());
+        assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
+
+        // Ahead of a live waiter of this client: the live one gets it, by grant.
+        lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
+            .await
+            .unwrap();
+        announce("crashed-2:gone", "gone").await;
+        let next = Owner::random();
+        let waiting = {
+            let (lock, next) = (lock.clone(), next.clone());
+            tokio::spawn(async move {
+                lock.acquire(
+                    &next,
+                    Some(Duration::from_secs(10)),
+                    Some(Duration::from_secs(10)),
+                )
+                .await
+            })
+        };
+        while lock.inspect().await.unwrap().waiting_writers < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        lock.release(&holder).await.unwrap();
+        let gone = Owner::from_token("gone").unwrap();
+        assert_eq!(lock.hold_count(&gone).await.unwrap(), 0);
+        let hold = waiting.await.unwrap().unwrap();
+        assert_eq!(hold.hold_count(), 1);
+        assert!(lock.is_held_by(&next).await.unwrap());
+        assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
     }
 }

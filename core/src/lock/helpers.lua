@@ -1,18 +1,5 @@
--- Helpers shared by the lock scripts' slow paths (spliced in at --[[helpers]]).
+-- Helpers shared by the lock scripts' slow paths (spliced in at --[[helpers]], after grant.lua).
 local waiters = 0 -- set by purge(): how many of W and WR exist
-
--- The first waiting writer whose announcement is live, and its 'expiry:lease:metadata'. Stale
--- announcements met at the head are dropped, so a live W always has a live head.
-local function first_writer()
-  while true do
-    local head = redis.call('ZRANGE', W, 0, 0)
-    if #head == 0 then return nil end
-    local info = redis.call('HGET', WI, head[1])
-    if info and tonumber(string.match(info, '^(%d+):')) > now() then return head[1], info end
-    redis.call('ZREM', W, head[1])
-    redis.call('HDEL', WI, head[1])
-  end
-end
 
 -- Drops readers (and a Z-tracked writer) whose lease ended, and stale announcements: each
 -- holder costs O(log n) once, so no call ever scans all readers.
@@ -68,27 +55,6 @@ local function announce_writer(member, ttl, lease, meta)
   for _, key in ipairs({W, WI}) do
     if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
   end
-end
-
--- A writer stops waiting (acquired, gave up, or was granted the lock).
-local function forget_writer(member)
-  redis.call('ZREM', W, member)
-  redis.call('HDEL', WI, member)
-end
-
--- Hands the free lock to the first waiting writer and publishes the grant, so that waiter is
--- in without another round trip. Returns false when no writer waits.
-local function grant_next(channel)
-  local member, info = first_writer()
-  if not member then return false end
-  local _, lease, meta = string.match(info, '^(%d+):(%d+):(.*)$')
-  local tok = string.match(member, '^[^:]*:(.*)$')
-  forget_writer(member)
-  local fence = redis.call('INCR', FENCE)
-  redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta, 'wg', member)
-  redis.call('PEXPIRE', H, lease)
-  redis.call('PUBLISH', channel, 'g:' .. fence .. ':' .. member)
-  return true
 end
 
 -- Announce a waiting reader (or the readers' turn) in WR, which lives as long as its latest

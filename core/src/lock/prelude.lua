@@ -11,8 +11,9 @@
 -- them (H's field 'wg' names that waiter until its own attempt claims the grant).
 --
 -- Calls inside a script cost ~1-7 µs each (a fresh ZADD the most), so the common paths touch
--- only what exists. The helpers (helpers.lua) are spliced in where a script says --[[helpers]],
--- after its fast path: creating them costs a few µs the common case need not pay.
+-- only what exists. The helpers (grant.lua, helpers.lua) are spliced in where a script says
+-- --[[helpers]], after its fast path: creating them costs a few µs the common case need not
+-- pay (release.lua takes grant.lua earlier, at --[[grant]], for its granting fast path).
 local H, Z, W, WR, WI, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local clock, clock_us
 -- Redis' clock in ms, read once per script and only when needed.

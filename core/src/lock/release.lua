@@ -1,13 +1,14 @@
 -- Release one hold. ARGV: mode, owner token, wake-up channel, readers' turn ms.
 -- Returns the holds left for this owner | -1 when the owner does not hold the lock in this mode.
--- A lock this frees goes at once to the first waiting writer (published as 'g:FENCE:WAITER');
+-- A lock this frees goes at once to the first waiting writer that still listens (grant.lua);
 -- otherwise a release that can let a waiter in is published ('released') while anyone is
 -- announced as waiting (a queue head may wait for this message instead of trying).
 local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
-local freed = false -- the fast path freed the lock but found only stale announcements
+
+--[[grant]]
 
 -- Fast path: a lone writer with one hold and no reader waiting for a turn. The lock goes to
--- the first waiting writer whose announcement is live (stale ones are left to the slow path).
+-- the first waiting writer whose announcement is live and whose client listens (grant_next).
 if mode == 'w' then
   local state = redis.call('HMGET', H, 'wo', 'wc')
   -- One EXISTS tells all three apart: Z counts 1, WR 2, W 4 (so 0 = nobody, 4 = only W).
@@ -20,32 +21,18 @@ if mode == 'w' then
     return 0
   end
   if others == 4 then
-    redis.call('DEL', H)
-    local head = redis.call('ZRANGE', W, 0, 0)
-    local info = redis.call('HGET', WI, head[1])
-    local expiry, lease, meta = string.match(info or '', '^(%d+):(%d+):(.*)$')
-    if expiry and tonumber(expiry) > now() then
-      local waiter = head[1]
-      redis.call('ZREM', W, waiter)
-      redis.call('HDEL', WI, waiter)
-      local fence = redis.call('INCR', FENCE)
-      local owner = string.match(waiter, '^[^:]*:(.*)$')
-      redis.call('HSET', H, 'wo', owner, 'wc', 1, 'wf', fence, 'wm', meta, 'wg', waiter)
-      redis.call('PEXPIRE', H, lease)
-      redis.call('PUBLISH', channel, 'g:' .. fence .. ':' .. waiter)
-      return 0
+    -- grant_next overwrites every field of a lone writer's H; with nobody to take it, the
+    -- lock is free and stalled waiters (announcements run out) may look now.
+    if not grant_next(channel) then
+      redis.call('DEL', H)
+      redis.call('PUBLISH', channel, 'released')
     end
-    freed = true -- the head's announcement ran out: the slow path looks further
+    return 0
   end
 end
 
 --[[helpers]]
 purge()
-if freed then
-  if not grant_next(channel) then redis.call('PUBLISH', channel, 'released') end
-  return 0
-end
-
 local count_field = 'rc:' .. tok
 if mode == 'w' then
   if redis.call('HGET', H, 'wo') ~= tok then return -1 end

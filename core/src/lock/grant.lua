@@ -1,0 +1,47 @@
+-- Grants: the hand-over of a freed lock to the first waiting writer, inside the script that
+-- frees it. Spliced in at --[[grant]] (release.lua's fast path needs it), else with the helpers.
+-- A waiter id is 'CLIENT-SEQ:TOKEN'; its client listens for grants on the lock's channel plus
+-- ':CLIENT' (the same hash tag as the lock, so a cluster can route it by slot).
+
+-- A writer stops waiting (acquired, gave up, or was granted the lock).
+local function forget_writer(member)
+  redis.call('ZREM', W, member)
+  redis.call('HDEL', WI, member)
+end
+
+-- The first waiting writer whose announcement is live, and its 'expiry:lease:metadata'. Stale
+-- announcements met at the head are dropped, so a live W always has a live head.
+local function first_writer()
+  while true do
+    local head = redis.call('ZRANGE', W, 0, 0)
+    if #head == 0 then return nil end
+    local info = redis.call('HGET', WI, head[1])
+    if info and tonumber(string.match(info, '^(%d+):')) > now() then return head[1], info end
+    forget_writer(head[1])
+  end
+end
+
+-- Hands the free lock (H absent, or a lone writer's H being released) to the first waiting
+-- writer whose client still listens, and publishes the grant, so that waiter is in without
+-- another round trip. A waiter whose client hears nothing (its process crashed, or its pub/sub
+-- connection is down) is dropped from the queue instead of holding the lock for a whole
+-- lease; a live one re-announces at its next attempt. Returns false when no such writer waits
+-- (H is then as it was).
+local function grant_next(channel)
+  while true do
+    local member, info = first_writer()
+    if not member then return false end
+    forget_writer(member)
+    local fence = redis.call('INCR', FENCE)
+    -- Subscribers see the message only after this script, when H below is written.
+    local heard = redis.call('PUBLISH', channel .. ':' .. string.match(member, '^[^:-]*'),
+      'g:' .. fence .. ':' .. member)
+    if heard > 0 then
+      local _, lease, meta = string.match(info, '^(%d+):(%d+):(.*)$')
+      local tok = string.match(member, '^[^:]*:(.*)$')
+      redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta, 'wg', member)
+      redis.call('PEXPIRE', H, lease)
+      return true
+    end
+  end
+end
