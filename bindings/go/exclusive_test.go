@@ -154,4 +154,6 @@ func TestInspectShowsHolderMetadata(t *testing.T) {
 	if info.LastFencingToken < hold.FencingToken() {
 		t.Fatalf("last fencing token %d < %d", info.LastFencingToken, hold.FencingToken())
 	}
+	_, err = lock.TryAcquire(bg, NewOwner(), WithLabel(""))
+	wantErr(t, err, ErrInvalidArgument)
 }

@@ -78,7 +78,7 @@ type AcquireOption func(*acquireOptions)
 
 type acquireOptions struct {
 	lease time.Duration // 0: the watchdog keeps the hold until released
-	label string
+	label *string       // nil: the core stores the thread's name
 }
 
 // WithLease gives the hold a fixed lease: Redis frees it after d unless extended (a
@@ -89,9 +89,10 @@ func WithLease(d time.Duration) AcquireOption {
 }
 
 // WithLabel stores a description of the holder with the hold (a goroutine's task, a request
-// id; at most 256 bytes kept), shown by Inspect and contention alerts.
+// id; at most 256 bytes kept), shown by Inspect and contention alerts. An empty label is
+// ErrInvalidArgument.
 func WithLabel(label string) AcquireOption {
-	return func(o *acquireOptions) { o.label = label }
+	return func(o *acquireOptions) { o.label = &label }
 }
 
 // Acquire takes the lock for owner, waiting while ctx allows: ctx's deadline is the wait (none:
@@ -134,9 +135,9 @@ func (l *Lock) acquire(ctx context.Context, owner *Owner, wait C.int64_t, opts [
 		lease = ms
 	}
 	var label *C.char
-	if o.label != "" {
+	if o.label != nil {
 		var err error
-		if label, err = cString("label", o.label); err != nil {
+		if label, err = cString("label", *o.label); err != nil {
 			return nil, err
 		}
 		defer freeCString(label)

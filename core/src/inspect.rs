@@ -8,10 +8,23 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
 use crate::lock::Mode;
 
 /// Longest thread or task label stored with a hold, in bytes.
 pub const MAX_LABEL_LEN: usize = 256;
+
+/// A label given for holds must say something: an empty one is `InvalidArgument` (leave the
+/// label out to store the thread or task name). A long one is accepted and cut to
+/// [`MAX_LABEL_LEN`] bytes. Bindings that take a label before any acquire check it here too.
+pub fn validate_label(label: &str) -> Result<()> {
+    if label.is_empty() {
+        return Err(Error::invalid(
+            "label must not be empty (leave it out to store the thread's name)",
+        ));
+    }
+    Ok(())
+}
 
 /// A snapshot of one lock name.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -63,7 +63,7 @@ mod watchdog;
 pub use client::{Client, ClientBuilder, MAX_LEASE};
 pub use config::{Config, ContentionAlert, LockLostEvent};
 pub use error::{Error, ErrorKind, Result};
-pub use inspect::{HolderInfo, HolderMetadata, LockInfo, MAX_LABEL_LEN};
+pub use inspect::{HolderInfo, HolderMetadata, LockInfo, MAX_LABEL_LEN, validate_label};
 pub use keys::{MAX_NAME_LEN, MAX_PREFIX_LEN};
 pub use lock::{AcquireOptions, Hold, Lock, LockStats, Mode, ReadWriteLock};
 pub use owner::{MAX_TOKEN_LEN, Owner};

@@ -207,6 +207,23 @@ async fn holder_metadata_is_stored_and_inspected() {
     assert!(holder.held_for.is_some());
     assert_eq!(info.mode, Some(Mode::Write));
     assert!(info.last_fencing_token >= holder.fencing_token);
+    lock.release(&owner).await.unwrap();
+
+    // An empty label says nothing: refused, and nothing is taken. A long one is cut.
+    let empty = redlock_core::AcquireOptions {
+        label: Some(String::new()),
+        ..Default::default()
+    };
+    let err = lock.acquire_with(&owner, empty).await.unwrap_err();
+    assert_eq!(err.kind(), redlock_core::ErrorKind::InvalidArgument);
+    assert!(!lock.is_locked().await.unwrap());
+    let long = redlock_core::AcquireOptions {
+        label: Some("l".repeat(10_000)),
+        ..Default::default()
+    };
+    lock.acquire_with(&owner, long).await.unwrap();
+    let thread = &lock.inspect().await.unwrap().holders[0].metadata.thread;
+    assert_eq!(thread.len(), redlock_core::MAX_LABEL_LEN);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -634,8 +634,8 @@ rl_status rl_lock_acquire(struct rl_lock lock,
 /**
  * `rl_lock_acquire` with more: `cancel` (a zero handle: not cancellable) ends the wait from
  * another thread with `RL_CANCELLED`, leaving nothing behind in Redis; `label` (may be NULL:
- * the OS thread's name) is stored with the hold as its thread/task description (at most 256
- * bytes kept); `*out_hold` (may be NULL) receives a hold handle to watch for loss (free it with
+ * the OS thread's name; empty is `RL_INVALID_ARGUMENT`) is stored with the hold as its
+ * thread/task description (at most 256 bytes kept); `*out_hold` (may be NULL) receives a hold handle to watch for loss (free it with
  * `rl_hold_free`; freeing it does not release the lock).
  *
  * # Safety

@@ -135,6 +135,14 @@ static void durations_must_be_positive_or_the_sentinel(void) {
     rl_client refused = {0};
     CHECK_REJECTED(RL_INVALID_ARGUMENT, rl_client_connect(redis_url(), options, &refused, &err),
                    &err, "prefix");
+    /* A label must say something, in UTF-8; a long one is cut, not refused. */
+    CHECK_REJECTED(RL_INVALID_ARGUMENT,
+                   rl_lock_acquire_ex(lock, owner, 0, 10000, (rl_cancel){0}, "", NULL, NULL, &err),
+                   &err, "label");
+    CHECK_REJECTED(RL_INVALID_ARGUMENT,
+                   rl_lock_acquire_ex(lock, owner, 0, 10000, (rl_cancel){0}, "\xff", NULL, NULL,
+                                      &err),
+                   &err, "label");
     /* Nothing was taken by the refused calls. */
     bool locked = true;
     CHECK_OK(rl_lock_is_locked(lock, &locked, &err), &err);

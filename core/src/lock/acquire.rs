@@ -35,6 +35,9 @@ impl Lock {
     /// Acquires with all options (see [`AcquireOptions`]).
     pub async fn acquire_with(&self, owner: &Owner, options: AcquireOptions) -> Result<Hold> {
         self.client.ensure_open()?;
+        if let Some(label) = &options.label {
+            crate::inspect::validate_label(label)?;
+        }
         let watched = options.lease.is_none() && self.client.config.watchdog;
         let lease_ms = validate_lease(options.lease.unwrap_or(self.client.config.lease))?;
         let wait = options.wait;

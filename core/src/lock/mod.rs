@@ -38,7 +38,9 @@ pub struct AcquireOptions {
     /// How long Redis keeps the hold without renewal: `None` lets the client's watchdog renew it
     /// until release.
     pub lease: Option<Duration>,
-    /// The thread or task label stored with the hold (default: the current OS thread).
+    /// The thread or task label stored with the hold (default: the current OS thread). Longer
+    /// than [`MAX_LABEL_LEN`](crate::MAX_LABEL_LEN) bytes it is cut; empty it is an
+    /// `InvalidArgument` (see [`validate_label`](crate::validate_label)).
     pub label: Option<String>,
 }
 

@@ -63,8 +63,8 @@ impl NativeClient {
         mode: LockMode,
         label: Option<String>,
     ) -> Result<Arc<NativeLock>, NativeError> {
-        if label.as_deref() == Some("") {
-            return Err(NativeError::invalid("label must not be empty"));
+        if let Some(label) = &label {
+            redlock_core::validate_label(label)?;
         }
         let (read, write) = self.inner.read_write_lock(&name)?.into_views();
         let view = match mode {
