@@ -687,7 +687,10 @@ mod grant_tests {
         };
         lock.attempt(&args, &mut announcement).await.unwrap();
         announcement.disarm();
+        assert_eq!(lock.inspect().await.unwrap().waiting_writers, 1);
         tokio::time::sleep(Duration::from_millis(60)).await;
+        // Run out, it no longer counts as waiting, although it is still in the queue.
+        assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
         lock.release(&holder).await.unwrap();
         assert!(!lock.is_locked().await.unwrap());
         assert_eq!(lock.hold_count(&gone).await.unwrap(), 0);

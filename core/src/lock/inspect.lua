@@ -26,7 +26,12 @@ local readers = redis.call('ZCOUNT', Z, '(' .. now(), '+inf')
 if redis.call('ZSCORE', Z, 'w') then readers = readers - 1 end
 live = live + math.max(readers, 0)
 local fence = tonumber(redis.call('GET', FENCE) or '0')
-local waiting = redis.call('ZCARD', W) -- may count announcements that ran out behind a live one
+-- Live announcements only (one that ran out may still sit behind a live one): O(waiters),
+-- which an admin call may spend.
+local waiting = 0
+for _, info in ipairs(redis.call('HVALS', WI)) do
+  if tonumber(string.match(info, '^(%d+):')) > now() then waiting = waiting + 1 end
+end
 local waiting_r = redis.call('ZCOUNT', WR, '(' .. now(), '+inf')
 if redis.call('ZSCORE', WR, 'turn') then waiting_r = waiting_r - 1 end
 return {now(), fence, waiting, live, holders, math.max(waiting_r, 0)}
