@@ -14,6 +14,9 @@ Variants:
                arguments), a writer with a 10 s lease and nobody waiting
   same calls   the redis.call()s our fast paths make, in a bare script with the same keys and
                arguments: what the bookkeeping around them (prelude, argument parsing) costs
+  fenced min   the least any script-based fenced lock does: INCR of a counter + SET NX PX of
+               the token, then GET + DEL (no metadata, fairness, reentrancy or hold count),
+               with our keys and arguments: the floor of the "ours" design
   empty        two scripts that call nothing, with our keys and arguments: the price of a
                script call itself
 """
@@ -67,6 +70,16 @@ if others == 0 then
   return 0
 end
 return -1"""
+FENCED_MIN_ACQUIRE = """
+local fence = redis.call('INCR', KEYS[6])
+if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then return fence .. ':1' end
+return -2"""
+FENCED_MIN_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[2] then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
+return -1"""
 COMPARE_AND_DELETE = (
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 )
@@ -104,6 +117,7 @@ def measure(r: redis.Redis, cycles: int) -> None:
 
     ours = pair(lock_script("acquire.lua"), lock_script("release.lua"))
     same_calls = pair(SAME_CALLS_ACQUIRE, SAME_CALLS_RELEASE)
+    fenced_min = pair(FENCED_MIN_ACQUIRE, FENCED_MIN_RELEASE)
     empty = pair("return '1:1'", "return 0")
     cad = r.script_load(COMPARE_AND_DELETE)
 
@@ -114,7 +128,13 @@ def measure(r: redis.Redis, cycles: int) -> None:
     # A cycle that failed would measure something else: check each once.
     assert r.evalsha(r.script_load(lock_script("acquire.lua")), 6, *keys, *acquire_args)
     assert r.evalsha(r.script_load(lock_script("release.lua")), 6, *keys, *release_args) == 0
-    variants = {"raw": raw, "ours": ours, "same calls": same_calls, "empty": empty}
+    variants = {
+        "raw": raw,
+        "ours": ours,
+        "same calls": same_calls,
+        "fenced min": fenced_min,
+        "empty": empty,
+    }
     usec: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(3):  # interleaved repetitions
         for name, cycle in variants.items():

@@ -25,8 +25,9 @@ end
 -- writer whose client still listens, and publishes the grant, so that waiter is in without
 -- another round trip. A waiter whose client hears nothing (its process crashed, or its pub/sub
 -- connection is down) is dropped from the queue instead of holding the lock for a whole
--- lease; a live one re-announces at its next attempt. Returns false when no such writer waits
--- (H is then as it was).
+-- lease; a live one re-announces at its next attempt. (Redis also counts pattern subscribers,
+-- so a tool subscribed to '*' makes every waiter look alive, as before this check.) Returns
+-- false when no such writer waits (H is then as it was).
 local function grant_next(channel)
   while true do
     local member, info = first_writer()
