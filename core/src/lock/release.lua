@@ -5,14 +5,13 @@
 -- announced as waiting (a queue head may wait for this message instead of trying).
 local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
 
---[[grant]]
-
 -- Fast path: a lone writer with one hold and no reader waiting for a turn. The lock goes to
 -- the first waiting writer whose announcement is live and whose client listens (grant_next).
+local others = false
 if mode == 'w' then
   local state = redis.call('HMGET', H, 'wo', 'wc')
   -- One EXISTS tells all three apart: Z counts 1, WR 2, W 4 (so 0 = nobody, 4 = only W).
-  local others = state[1] == tok and state[2] == '1' and redis.call('EXISTS', Z, WR, WR, W, W, W, W)
+  others = state[1] == tok and state[2] == '1' and redis.call('EXISTS', Z, WR, WR, W, W, W, W)
   if others == 0 then
     -- Nobody is announced as waiting, so nobody is told: every waiter announces itself in
     -- the attempt that finds the lock held, and one whose announcement ran out (a process
@@ -20,15 +19,18 @@ if mode == 'w' then
     redis.call('DEL', H)
     return 0
   end
-  if others == 4 then
-    -- grant_next overwrites every field of a lone writer's H; with nobody to take it, the
-    -- lock is free and stalled waiters (announcements run out) may look now.
-    if not grant_next(channel) then
-      redis.call('DEL', H)
-      redis.call('PUBLISH', channel, 'released')
-    end
-    return 0
+end
+
+--[[grant]]
+
+if others == 4 then
+  -- grant_next overwrites every field of a lone writer's H; with nobody to take it, the lock
+  -- is free and stalled waiters (announcements run out) may look now.
+  if not grant_next(channel) then
+    redis.call('DEL', H)
+    redis.call('PUBLISH', channel, 'released')
   end
+  return 0
 end
 
 --[[helpers]]
