@@ -571,6 +571,38 @@ mod grant_tests {
         }
     }
 
+    /// An attempt of `waiter` (owner `token`) that finds the lock held and announces it, made
+    /// as by a process that then never looks again.
+    async fn announce(lock: &Lock, token: &str, waiter: &str, announce_ms: u64) {
+        let owner = Owner::from_token(token).unwrap();
+        let mut announcement = Announcement::new(lock, &owner, waiter);
+        let args = AttemptArgs {
+            announce_ms,
+            ..announced_attempt(&owner, waiter)
+        };
+        let attempt = lock.attempt(&args, &mut announcement).await.unwrap();
+        assert!(matches!(attempt, Attempt::Busy { .. }));
+        announcement.disarm();
+    }
+
+    /// A waiter of this client acquiring `lock` in a task, returned once Redis shows it queued
+    /// behind `ahead` other waiting writers.
+    async fn live_waiter(
+        lock: &Lock,
+        ahead: u64,
+    ) -> (Owner, tokio::task::JoinHandle<Result<Hold>>) {
+        let next = Owner::random();
+        let waiting = {
+            let (lock, next) = (lock.clone(), next.clone());
+            let wait = Some(Duration::from_secs(10));
+            tokio::spawn(async move { lock.acquire(&next, wait, wait).await })
+        };
+        while lock.inspect().await.unwrap().waiting_writers < ahead + 1 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        (next, waiting)
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_grant_is_claimed_once_and_given_back_by_a_waiter_that_left() {
         let server = RedisServer::start();
@@ -587,13 +619,8 @@ mod grant_tests {
             Owner::from_token("x").unwrap(),
             Owner::from_token("y").unwrap(),
         );
-        for (owner, waiter) in [(&x, "gone-1:x"), (&y, "gone-2:y")] {
-            let mut announcement = Announcement::new(&lock, owner, waiter);
-            let args = announced_attempt(owner, waiter);
-            let attempt = lock.attempt(&args, &mut announcement).await.unwrap();
-            assert!(matches!(attempt, Attempt::Busy { .. }));
-            announcement.disarm();
-        }
+        announce(&lock, "x", "gone-1:x", 10_000).await;
+        announce(&lock, "y", "gone-2:y", 10_000).await;
         assert_eq!(lock.inspect().await.unwrap().waiting_writers, 2);
 
         // The release grants the lock to the first waiter, with a new fencing token.
@@ -638,30 +665,11 @@ mod grant_tests {
         lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
             .await
             .unwrap();
-        let gone = Owner::from_token("gone").unwrap();
-        let mut announcement = Announcement::new(&lock, &gone, "gone-1:gone");
-        lock.attempt(&announced_attempt(&gone, "gone-1:gone"), &mut announcement)
-            .await
-            .unwrap();
-        announcement.disarm();
-
+        announce(&lock, "gone", "gone-1:gone", 10_000).await;
         // A live waiter of this client queues behind it.
-        let next = Owner::random();
-        let waiting = {
-            let (lock, next) = (lock.clone(), next.clone());
-            tokio::spawn(async move {
-                lock.acquire(
-                    &next,
-                    Some(Duration::from_secs(10)),
-                    Some(Duration::from_secs(10)),
-                )
-                .await
-            })
-        };
-        while lock.inspect().await.unwrap().waiting_writers < 2 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let (next, waiting) = live_waiter(&lock, 1).await;
         lock.release(&holder).await.unwrap();
+        let gone = Owner::from_token("gone").unwrap();
         assert_eq!(lock.hold_count(&gone).await.unwrap(), 1);
         withdraw(&lock, "gone", "gone-1:gone").await.unwrap();
         let hold = waiting.await.unwrap().unwrap();
@@ -679,21 +687,13 @@ mod grant_tests {
         lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
             .await
             .unwrap();
-        let gone = Owner::from_token("gone").unwrap();
-        let mut announcement = Announcement::new(&lock, &gone, "gone-1:gone");
-        let args = AttemptArgs {
-            announce_ms: 20,
-            ..announced_attempt(&gone, "gone-1:gone")
-        };
-        lock.attempt(&args, &mut announcement).await.unwrap();
-        announcement.disarm();
+        announce(&lock, "gone", "gone-1:gone", 20).await;
         assert_eq!(lock.inspect().await.unwrap().waiting_writers, 1);
         tokio::time::sleep(Duration::from_millis(60)).await;
         // Run out, it no longer counts as waiting, although it is still in the queue.
         assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
         lock.release(&holder).await.unwrap();
         assert!(!lock.is_locked().await.unwrap());
-        assert_eq!(lock.hold_count(&gone).await.unwrap(), 0);
         let keys = server.command(&["KEYS", "*"]);
         assert!(!keys.contains("grants"), "keys left behind: {keys}");
     }
@@ -707,25 +707,12 @@ mod grant_tests {
         let client = Client::connect(&server.url()).await.unwrap();
         let lock = client.lock("grants").unwrap();
         let holder = Owner::random();
-        let announce = |waiter: &'static str, token: &'static str| {
-            let lock = lock.clone();
-            async move {
-                let owner = Owner::from_token(token).unwrap();
-                let mut announcement = Announcement::new(&lock, &owner, waiter);
-                let attempt = lock
-                    .attempt(&announced_attempt(&owner, waiter), &mut announcement)
-                    .await
-                    .unwrap();
-                assert!(matches!(attempt, Attempt::Busy { .. }));
-                announcement.disarm();
-            }
-        };
 
         // Alone in the queue: the release leaves the lock free and the queue empty.
         lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
             .await
             .unwrap();
-        announce("crashed-1:gone", "gone").await;
+        announce(&lock, "gone", "crashed-1:gone", 10_000).await;
         lock.release(&holder).await.unwrap();
         assert!(!lock.is_locked().await.unwrap());
         assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
@@ -734,22 +721,8 @@ mod grant_tests {
         lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
             .await
             .unwrap();
-        announce("crashed-2:gone", "gone").await;
-        let next = Owner::random();
-        let waiting = {
-            let (lock, next) = (lock.clone(), next.clone());
-            tokio::spawn(async move {
-                lock.acquire(
-                    &next,
-                    Some(Duration::from_secs(10)),
-                    Some(Duration::from_secs(10)),
-                )
-                .await
-            })
-        };
-        while lock.inspect().await.unwrap().waiting_writers < 2 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        announce(&lock, "gone", "crashed-2:gone", 10_000).await;
+        let (next, waiting) = live_waiter(&lock, 1).await;
         lock.release(&holder).await.unwrap();
         let gone = Owner::from_token("gone").unwrap();
         assert_eq!(lock.hold_count(&gone).await.unwrap(), 0);
