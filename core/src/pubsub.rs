@@ -25,9 +25,9 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) struct PubSubHub {
     redis: redis::Client,
-    /// `CLIENT-`: starts every waiter id of this client (random, so ids never repeat across
-    /// clients).
-    waiter_prefix: Arc<str>,
+    /// Random, so ids never repeat across clients: every waiter id of this client is
+    /// `CLIENT-SEQ:TOKEN`, and its grants arrive on a lock's channel plus `:CLIENT`.
+    client: Box<str>,
     waiter_seq: AtomicU64,
     shared: Arc<Shared>,
     commands: OnceLock<mpsc::UnboundedSender<String>>,
@@ -135,7 +135,7 @@ impl PubSubHub {
         let nonce = uuid::Uuid::new_v4().simple().to_string();
         PubSubHub {
             redis,
-            waiter_prefix: format!("{}-", &nonce[..12]).into(),
+            client: nonce[..12].into(),
             waiter_seq: AtomicU64::new(0),
             shared: Arc::default(),
             commands: OnceLock::new(),
@@ -145,13 +145,12 @@ impl PubSubHub {
         }
     }
 
-    /// A waiter id for one acquire call of `token`: `PREFIX-SEQ:TOKEN`, unique, so that a grant
+    /// A waiter id for one acquire call of `token`: `CLIENT-SEQ:TOKEN`, unique, so that a grant
     /// names exactly one waiting call even when several wait with the same owner token.
     pub(crate) fn waiter_id(&self, token: &str) -> String {
         let seq = self.waiter_seq.fetch_add(1, Ordering::Relaxed);
-        let mut id = String::with_capacity(self.waiter_prefix.len() + 21 + token.len());
-        id.push_str(&self.waiter_prefix);
-        let _ = write!(id, "{seq}:");
+        let mut id = String::with_capacity(self.client.len() + 22 + token.len());
+        let _ = write!(id, "{}-{seq}:", self.client);
         id.push_str(token);
         id
     }
@@ -217,7 +216,7 @@ impl PubSubHub {
             let (tx, rx) = mpsc::unbounded_channel();
             let task = HubTask {
                 redis: self.redis.clone(),
-                grant_suffix: format!(":{}", self.waiter_prefix.trim_end_matches('-')).into(),
+                grant_suffix: format!(":{}", self.client).into(),
                 shared: self.shared.clone(),
                 shutdown: self.shutdown.clone(),
                 connect_timeout: self.connect_timeout,
