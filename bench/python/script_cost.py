@@ -38,19 +38,18 @@ LOCK_DIR = os.path.join(
 
 def lock_script(name: str) -> str:
     """A script as core/src/lock/scripts.rs assembles it."""
-    with open(os.path.join(LOCK_DIR, "prelude.lua")) as f:
-        prelude = f.read()
-    with open(os.path.join(LOCK_DIR, "grant.lua")) as f:
-        grant = f.read()
-    with open(os.path.join(LOCK_DIR, "helpers.lua")) as f:
-        helpers = f.read()
-    with open(os.path.join(LOCK_DIR, name)) as f:
-        body = f.read()
+    prelude, clock, grant, helpers, body = (
+        Path(LOCK_DIR, part).read_text()
+        for part in ("prelude.lua", "clock.lua", "grant.lua", "helpers.lua", name)
+    )
     if "--[[grant]]" in body:
-        body = body.replace("--[[grant]]", grant, 1)
+        body = body.replace("--[[grant]]", clock + "\n" + grant, 1)
+        body = body.replace("--[[helpers]]", helpers, 1)
+    elif "--[[helpers]]" in body:
+        body = body.replace("--[[helpers]]", clock + "\n" + grant + "\n" + helpers, 1)
     else:
-        helpers = grant + "\n" + helpers
-    return prelude + "\n" + body.replace("--[[helpers]]", helpers, 1)
+        body = clock + "\n" + body
+    return prelude + "\n" + body
 
 
 SAME_CALLS_ACQUIRE = """

@@ -7,31 +7,35 @@
 -- lock in arrival order; while a writer waits, new readers queue behind it; when a writer
 -- leaves while readers wait, those readers have a turn (bounded) before the next writer.
 -- Every waiter announces itself.
-local mode, tok, lease, meta = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
-local wait_ttl, waiter = tonumber(ARGV[5]), ARGV[6]
+local mode, tok, meta = ARGV[1], ARGV[2], ARGV[4]
 
--- Fast path, the common uncontended case: nobody holds it and nobody waits.
+-- Fast path, the common uncontended case: nobody holds it and nobody waits. (The fence is
+-- formatted once, as an integer; the lease passes through as the caller's string.)
 if redis.call('EXISTS', H, W, WR) == 0 then
-  local fence = redis.call('INCR', FENCE)
+  local fence = string.format('%d', redis.call('INCR', FENCE))
   if mode == 'w' then
-    redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta)
-    redis.call('PEXPIRE', H, lease)
+    redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta)
+    redis.call('PEXPIRE', H, ARGV[3])
   else
-    redis.call('HSET', H, 'rc:' .. tok, 1, 'rf:' .. tok, fence, 'rm:' .. tok, meta, 'n', 1)
-    redis.call('ZADD', Z, now() + lease, 'r:' .. tok)
-    redis.call('PEXPIREAT', H, now() + lease)
-    redis.call('PEXPIREAT', Z, now() + lease)
+    -- The clock is not made yet (it is spliced in with the helpers): read it here.
+    local t = redis.call('TIME')
+    local ends = string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000) + ARGV[3])
+    redis.call('HSET', H, 'rc:' .. tok, '1', 'rf:' .. tok, fence, 'rm:' .. tok, meta, 'n', '1')
+    redis.call('ZADD', Z, ends, 'r:' .. tok)
+    redis.call('PEXPIREAT', H, ends)
+    redis.call('PEXPIREAT', Z, ends)
   end
   return fence .. ':1'
 end
 
 --[[helpers]]
+local lease, wait_ttl, waiter = tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[6]
 purge()
 
 -- When to look again: when the first lease ends or, if the lock is free but others are
 -- announced ahead of us, when the first announcement runs out.
 local function retry_after()
-  local first = redis.call('ZRANGE', Z, 0, 0, 'WITHSCORES')
+  local first = z_head or redis.call('ZRANGE', Z, 0, 0, 'WITHSCORES')
   if #first > 0 then return math.max(tonumber(first[2]) - now(), 1) end
   local ttl = redis.call('PTTL', H)
   if ttl > 0 then return ttl end
@@ -45,7 +49,7 @@ end
 local function conflict()
   if wait_ttl > 0 then
     if mode == 'w' then
-      announce_writer(waiter, wait_ttl, lease, meta)
+      announce_writer(waiter, ARGV[5], ARGV[3], meta)
     else
       announce(WR, 'r:' .. tok, wait_ttl)
     end
@@ -54,7 +58,7 @@ local function conflict()
 end
 
 local function readers_turn()
-  return waiters > 0 and redis.call('ZSCORE', WR, 'turn') ~= false
+  return waiters >= 2 and redis.call('ZSCORE', WR, 'turn') ~= false
 end
 
 local state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok, 'wg')
@@ -76,7 +80,7 @@ if mode == 'w' then
         redis.call('ZADD', Z, now() + lease, 'w')
         refresh_ttl()
       else
-        redis.call('PEXPIRE', H, lease)
+        redis.call('PEXPIRE', H, ARGV[3])
       end
     end
     return redis.call('HGET', H, 'wf') .. ':' .. count
@@ -86,12 +90,12 @@ if mode == 'w' then
   if waiters > 0 then
     if readers_turn() and waiting_readers() > 0 then return conflict() end
     -- Writers announced as waiting go first: a newcomer queues behind them instead of barging.
-    if redis.call('EXISTS', W) == 1 and not redis.call('ZSCORE', W, waiter) then return conflict() end
+    if writers_wait() and not redis.call('ZSCORE', W, waiter) then return conflict() end
     forget_writer(waiter)
   end
-  local fence = redis.call('INCR', FENCE)
-  redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta)
-  redis.call('PEXPIRE', H, lease)
+  local fence = string.format('%d', redis.call('INCR', FENCE))
+  redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta)
+  redis.call('PEXPIRE', H, ARGV[3])
   return fence .. ':1'
 end
 
@@ -106,15 +110,15 @@ if my_read then
   end
   return redis.call('HGET', H, 'rf:' .. tok) .. ':' .. count
 end
-if not writer and waiters > 0 and not readers_turn() and redis.call('EXISTS', W) == 1 then
+if not writer and writers_wait() and not readers_turn() then
   return conflict()
 end
 if writer and redis.call('EXISTS', Z) == 0 then
   -- Downgrade: from now on the writer's lease is kept in Z beside the readers'.
   redis.call('ZADD', Z, writer_expiry(), 'w')
 end
-local fence = redis.call('INCR', FENCE)
-redis.call('HSET', H, 'rc:' .. tok, 1, 'rf:' .. tok, fence, 'rm:' .. tok, meta)
+local fence = string.format('%d', redis.call('INCR', FENCE))
+redis.call('HSET', H, 'rc:' .. tok, '1', 'rf:' .. tok, fence, 'rm:' .. tok, meta)
 redis.call('HINCRBY', H, 'n', 1)
 redis.call('ZADD', Z, now() + lease, 'r:' .. tok)
 reader_done(tok)

@@ -6,7 +6,7 @@ purge()
 if mode == 'w' then
   if redis.call('HGET', H, 'wo') ~= tok then return 0 end
   if redis.call('EXISTS', Z) == 0 then
-    redis.call('PEXPIRE', H, lease)
+    redis.call('PEXPIRE', H, ARGV[3])
     return 1
   end
   redis.call('ZADD', Z, now() + lease, 'w')

@@ -33,14 +33,14 @@ local function grant_next(channel)
     local member, info = first_writer()
     if not member then return false end
     forget_writer(member)
-    local fence = redis.call('INCR', FENCE)
+    local fence = string.format('%d', redis.call('INCR', FENCE))
     -- Subscribers see the message only after this script, when H below is written.
     local heard = redis.call('PUBLISH', channel .. ':' .. string.match(member, '^[^:-]*'),
       'g:' .. fence .. ':' .. member)
     if heard > 0 then
       local _, lease, meta = string.match(info, '^(%d+):(%d+):(.*)$')
       local tok = string.match(member, '^[^:]*:(.*)$')
-      redis.call('HSET', H, 'wo', tok, 'wc', 1, 'wf', fence, 'wm', meta, 'wg', member)
+      redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'wg', member)
       redis.call('PEXPIRE', H, lease)
       return true
     end

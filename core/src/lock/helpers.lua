@@ -1,5 +1,8 @@
 -- Helpers shared by the lock scripts' slow paths (spliced in at --[[helpers]], after grant.lua).
-local waiters = 0 -- set by purge(): how many of W and WR exist
+-- Set by purge(): which waiting sets exist, 1 for W (and with it WI) plus 2 for WR (so 0 means
+-- nobody waits); and Z's first entry when purge() left Z as it found it (else nil).
+local waiters = 0
+local z_head
 
 -- Drops readers (and a Z-tracked writer) whose lease ended, and stale announcements: each
 -- holder costs O(log n) once, so no call ever scans all readers.
@@ -20,13 +23,21 @@ local function purge()
     redis.call('ZREMRANGEBYSCORE', Z, '-inf', now())
     -- While Z exists a writer is in it, so an empty Z means nobody holds the lock.
     if redis.call('EXISTS', Z) == 0 then redis.call('DEL', H) end
+  else
+    z_head = first
   end
-  waiters = redis.call('EXISTS', W, WR)
-  if waiters > 0 then
-    first_writer()
-    redis.call('ZREMRANGEBYSCORE', WR, '-inf', now())
-    waiters = redis.call('EXISTS', W, WR)
+  waiters = redis.call('EXISTS', W, WR, WR)
+  -- first_writer() drops stale heads: nil when none is live (W is gone).
+  if waiters % 2 == 1 and not first_writer() then waiters = waiters - 1 end
+  if waiters >= 2 and redis.call('ZREMRANGEBYSCORE', WR, '-inf', now()) > 0
+      and redis.call('EXISTS', WR) == 0 then
+    waiters = waiters - 2
   end
+end
+
+-- Whether writers are announced as waiting (as purge() left W).
+local function writers_wait()
+  return waiters % 2 == 1
 end
 
 -- With readers: H and Z live exactly as long as the longest lease in Z.
@@ -48,13 +59,22 @@ local function writer_expiry()
 end
 
 -- Announce a waiting writer: its place in the queue is kept from its first announcement on,
--- while its expiry, lease and metadata (for a grant) are renewed.
+-- while its expiry, lease and metadata (for a grant) are renewed. ttl and lease: ms, as the
+-- caller's strings.
 local function announce_writer(member, ttl, lease, meta)
-  redis.call('ZADD', W, 'NX', now_us(), member)
-  redis.call('HSET', WI, member, (now() + ttl) .. ':' .. lease .. ':' .. meta)
-  for _, key in ipairs({W, WI}) do
-    if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+  -- W and WI live as long as their latest announcement (GT: never shortened; a fresh key has
+  -- no TTL yet, which GT would count as infinite). They exist together.
+  local existed = writers_wait()
+  redis.call('ZADD', W, 'NX', string.format('%d', now_us()), member)
+  redis.call('HSET', WI, member, string.format('%d:%s:%s', now() + ttl, lease, meta))
+  if existed then
+    redis.call('PEXPIRE', W, ttl, 'GT')
+    redis.call('PEXPIRE', WI, ttl, 'GT')
+  else
+    redis.call('PEXPIRE', W, ttl)
+    redis.call('PEXPIRE', WI, ttl)
   end
+  waiters = waiters + (existed and 0 or 1)
 end
 
 -- Announce a waiting reader (or the readers' turn) in WR, which lives as long as its latest
@@ -67,7 +87,7 @@ end
 
 -- Readers announced as waiting (the 'turn' marker is not one of them).
 local function waiting_readers()
-  if waiters == 0 then return 0 end
+  if waiters < 2 then return 0 end
   local n = redis.call('ZCARD', WR)
   if n > 0 and redis.call('ZSCORE', WR, 'turn') then n = n - 1 end
   return n
@@ -75,7 +95,7 @@ end
 
 -- A reader stops waiting; the readers' turn ends with the last of them.
 local function reader_done(tok)
-  if waiters == 0 then return end
+  if waiters < 2 then return end
   redis.call('ZREM', WR, 'r:' .. tok)
   if waiting_readers() == 0 then redis.call('DEL', WR) end
 end

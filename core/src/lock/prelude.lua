@@ -11,22 +11,9 @@
 -- them (H's field 'wg' names that waiter until its own attempt claims the grant).
 --
 -- Calls inside a script cost ~1-7 µs each (a fresh ZADD the most), so the common paths touch
--- only what exists. The helpers (grant.lua, helpers.lua) are spliced in where a script says
--- --[[helpers]], after its fast path: creating them costs a few µs the common case need not
--- pay (release.lua takes grant.lua earlier, at --[[grant]], for its granting fast path).
+-- only what exists. The clock and the helpers (clock.lua, grant.lua, helpers.lua) are spliced
+-- in where a script says --[[helpers]], after its fast path: creating them costs a few µs the
+-- common case need not pay (release.lua takes clock.lua and grant.lua earlier, at --[[grant]],
+-- for its granting fast path). Numbers that only pass through (leases, fences) stay strings:
+-- Redis formats a Lua number argument with printf's %.17g, ~1k instructions each.
 local H, Z, W, WR, WI, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local clock, clock_us
--- Redis' clock in ms, read once per script and only when needed.
-local function now()
-  if not clock then
-    local t = redis.call('TIME')
-    clock_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    clock = math.floor(clock_us / 1000)
-  end
-  return clock
-end
--- The same clock in µs (exact in a double): orders arrivals of waiters within one ms.
-local function now_us()
-  now()
-  return clock_us
-end

@@ -24,7 +24,7 @@ for i = 1, #KEYS / 2 do
     elseif mode == 'w' then
       -- A lone writer: its lease is the hash's TTL.
       held = true
-      if redis.call('PTTL', hash) < lease then redis.call('PEXPIRE', hash, lease) end
+      if redis.call('PTTL', hash) < lease then redis.call('PEXPIRE', hash, ARGV[1]) end
     end
   end
   result[i] = held and '1' or '0'

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use redis::Script;
 
 const PRELUDE: &str = include_str!("prelude.lua");
+const CLOCK: &str = include_str!("clock.lua");
 const GRANT: &str = include_str!("grant.lua");
 const HELPERS: &str = include_str!("helpers.lua");
 const GRANT_MARK: &str = "--[[grant]]";
@@ -23,15 +24,18 @@ pub(crate) struct Scripts {
     pub unregister_waiter: Script,
 }
 
-/// The prelude, then `body` with the helpers spliced in. The helpers use the grant functions,
-/// which go where the body says `--[[grant]]` (ahead of a fast path that grants) or else just
-/// before the helpers.
+/// The prelude, then `body` with the clock, the grant functions and the helpers spliced in, in
+/// that order (each uses the ones before): all three where the body says `--[[helpers]]`, or
+/// the clock and the grant functions earlier where it says `--[[grant]]` (ahead of a fast path
+/// that grants). A body with neither mark gets the clock right after the prelude.
 fn assemble(body: &str) -> String {
     let body = if body.contains(GRANT_MARK) {
-        body.replacen(GRANT_MARK, GRANT, 1)
+        body.replacen(GRANT_MARK, &format!("{CLOCK}\n{GRANT}"), 1)
             .replacen(HELPERS_MARK, HELPERS, 1)
+    } else if body.contains(HELPERS_MARK) {
+        body.replacen(HELPERS_MARK, &format!("{CLOCK}\n{GRANT}\n{HELPERS}"), 1)
     } else {
-        body.replacen(HELPERS_MARK, &format!("{GRANT}\n{HELPERS}"), 1)
+        format!("{CLOCK}\n{body}")
     };
     format!("{PRELUDE}\n{body}")
 }
@@ -56,7 +60,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_script_defines_the_grant_functions_once_and_before_the_helpers() {
+    fn every_script_defines_the_clock_and_the_grant_functions_once_and_before_their_users() {
         for body in [
             include_str!("acquire.lua"),
             include_str!("release.lua"),
@@ -67,10 +71,16 @@ mod tests {
             include_str!("force_unlock.lua"),
             include_str!("unregister_waiter.lua"),
         ] {
+            let script = assemble(body);
+            assert_eq!(script.matches("local function now()").count(), 1);
+            let clock_at = script.find("local function now()").unwrap();
+            assert!(
+                script[..clock_at].find("now()").is_none(),
+                "the clock is used before it is defined"
+            );
             if !body.contains(HELPERS_MARK) {
                 continue;
             }
-            let script = assemble(body);
             let grant = script.matches("local function grant_next").count();
             assert_eq!(grant, 1, "grant functions spliced {grant} times");
             let helpers_at = script.find("local function purge").unwrap();

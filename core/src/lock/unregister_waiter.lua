@@ -3,7 +3,7 @@
 -- announcement is woken when it was the last of its kind.
 --[[helpers]]
 local mode, tok, channel, waiter = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-waiters = 1 -- waiting_readers() below must look
+waiters = 3 -- waiting_readers() below must look
 if mode == 'w' then
   local queued = redis.call('ZREM', W, waiter) == 1
   redis.call('HDEL', WI, waiter)
