@@ -1,4 +1,4 @@
-"""Redis' own time per uncontended acquire+release cycle: our scripts against the raw minimum.
+"""Redis' own cost per uncontended acquire+release cycle: our scripts against the raw minimum.
 
 Runs one call at a time, as a lock user does, on a throwaway redis-server (loopback, free port;
 or $REDIS_URL, whose command statistics it resets), and reads Redis' time from INFO
@@ -7,6 +7,12 @@ what the server costs from what a client costs; bench/run.sh measures the whole 
 the bench venv (bench/python/run.sh builds it):
 
     .venv-bench/bin/python bench/python/script_cost.py [cycles]
+    .venv-bench/bin/python bench/python/script_cost.py --instructions [cycles]
+
+Times on a shared 2-core machine move by +-30 % between repetitions. --instructions counts
+instead the CPU instructions Redis executes inside the commands (valgrind's callgrind, one
+redis-server per variant): the same figure in every run, so a change of a few % in a script
+shows (a cycle of ours: ~86k instructions, ~30 µs here).
 
 Variants:
   raw          SET key token NX PX + EVALSHA compare-and-delete (1 key, 1 argument)
@@ -19,11 +25,20 @@ Variants:
                with our keys and arguments: the floor of the "ours" design
   empty        two scripts that call nothing, with our keys and arguments: the price of a
                script call itself
+  contended    (per section, not per cycle) two owners hand the lock to each other: each
+               section is one attempt that finds the lock held (and announces the waiter) and
+               one release that grants it to that waiter, whose client listens: P4's path
 """
 
+import contextlib
 import os
+import shutil
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import redis
@@ -54,8 +69,8 @@ def lock_script(name: str) -> str:
 
 SAME_CALLS_ACQUIRE = """
 if redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4]) == 0 then
-  local fence = redis.call('INCR', KEYS[6])
-  redis.call('HSET', KEYS[1], 'wo', ARGV[2], 'wc', 1, 'wf', fence, 'wm', ARGV[4])
+  local fence = string.format('%d', redis.call('INCR', KEYS[6]))
+  redis.call('HSET', KEYS[1], 'wo', ARGV[2], 'wc', '1', 'wf', fence, 'wm', ARGV[4])
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return fence .. ':1'
 end
@@ -70,7 +85,7 @@ if others == 0 then
 end
 return -1"""
 FENCED_MIN_ACQUIRE = """
-local fence = redis.call('INCR', KEYS[6])
+local fence = string.format('%d', redis.call('INCR', KEYS[6]))
 if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then return fence .. ':1' end
 return -2"""
 FENCED_MIN_RELEASE = """
@@ -85,68 +100,190 @@ COMPARE_AND_DELETE = (
 
 
 def main() -> None:
-    cycles = int(sys.argv[1]) if len(sys.argv) > 1 else 4000
+    args = sys.argv[1:]
+    if args and args[0] == "--instructions":
+        count_instructions(int(args[1]) if len(args) > 1 else 2000)
+        return
+    if args and args[0] == "--run":  # one variant, unmeasured (for --instructions)
+        run_one(args[1], int(args[2]), int(args[3]))
+        return
+    cycles = int(args[0]) if args else 4000
     with redis_url() as url:
         measure(redis.Redis.from_url(url), cycles)
 
 
-def measure(r: redis.Redis, cycles: int) -> None:
-    state = "redlock:{bench}"
-    keys = [
-        state,
-        state + ":exp",
-        state + ":ww",
-        state + ":wr",
-        state + ":wi",
-        "redlock:fence:{x}",
-    ]
-    token = "0f8e3c52-96a1-4b7e-9b52-6b1f4c2d9e01:client-1"
-    meta = '{"host":"bench-host","pid":12345,"thread":"main","at":1790000000000}'
-    acquire_args = ["w", token, 10_000, meta, 0, ""]
-    release_args = ["w", token, state + ":ch", 2_000]
+STATE = "redlock:{bench}"
+KEYS = [STATE, STATE + ":exp", STATE + ":ww", STATE + ":wr", STATE + ":wi", "redlock:fence:{x}"]
+CHANNEL = STATE + ":ch"
+TOKEN = "0f8e3c52-96a1-4b7e-9b52-6b1f4c2d9e01:client-1"
+META = '{"host":"bench-host","pid":12345,"thread":"main","at":1790000000000}'
+ACQUIRE_ARGS = ["w", TOKEN, 10_000, META, 0, ""]
+RELEASE_ARGS = ["w", TOKEN, CHANNEL, 2_000]
+VARIANTS = ["raw", "ours", "same calls", "fenced min", "empty", "contended"]
+
+
+def variants(r: redis.Redis, only: str | None = None) -> dict:
+    """Each variant (or only one) as a function that runs one cycle (contended: one section)
+    from a free lock; the contended one starts with its holder in and cleans up once done."""
 
     def pair(acquire: str, release: str):
         a, b = r.script_load(acquire), r.script_load(release)
 
         def cycle():
-            r.evalsha(a, 6, *keys, *acquire_args)
-            r.evalsha(b, 6, *keys, *release_args)
+            r.evalsha(a, 6, *KEYS, *ACQUIRE_ARGS)
+            r.evalsha(b, 6, *KEYS, *RELEASE_ARGS)
 
         return cycle
 
-    ours = pair(lock_script("acquire.lua"), lock_script("release.lua"))
-    same_calls = pair(SAME_CALLS_ACQUIRE, SAME_CALLS_RELEASE)
-    fenced_min = pair(FENCED_MIN_ACQUIRE, FENCED_MIN_RELEASE)
-    empty = pair("return '1:1'", "return 0")
-    cad = r.script_load(COMPARE_AND_DELETE)
-
     def raw():
-        r.set("raw", token, nx=True, px=10_000)
-        r.evalsha(cad, 1, "raw", token)
+        cad = r.script_load(COMPARE_AND_DELETE)
 
-    # A cycle that failed would measure something else: check each once.
-    assert r.evalsha(r.script_load(lock_script("acquire.lua")), 6, *keys, *acquire_args)
-    assert r.evalsha(r.script_load(lock_script("release.lua")), 6, *keys, *release_args) == 0
-    variants = {
+        def cycle():
+            r.set("raw", TOKEN, nx=True, px=10_000)
+            r.evalsha(cad, 1, "raw", TOKEN)
+
+        return cycle
+
+    factories = {
         "raw": raw,
-        "ours": ours,
-        "same calls": same_calls,
-        "fenced min": fenced_min,
-        "empty": empty,
+        "ours": lambda: pair(lock_script("acquire.lua"), lock_script("release.lua")),
+        "same calls": lambda: pair(SAME_CALLS_ACQUIRE, SAME_CALLS_RELEASE),
+        "fenced min": lambda: pair(FENCED_MIN_ACQUIRE, FENCED_MIN_RELEASE),
+        "empty": lambda: pair("return '1:1'", "return 0"),
+        "contended": lambda: contended(r),
     }
-    usec: dict[str, list[float]] = {name: [] for name in variants}
+    made = {name: make() for name, make in factories.items() if only in (None, name)}
+    # A cycle that failed would measure something else: check each once.
+    for name, run in made.items():
+        if name in ("ours", "contended"):
+            repeat(name, run, 1)
+    assert r.exists(*KEYS[:5]) == 0
+    return made
+
+
+def contended(r: redis.Redis):
+    """One hand-off per call: the waiter's attempt finds the lock held, then the holder's
+    release grants it to that waiter (whose client listens on its grant channel)."""
+    acquire_sha = r.script_load(lock_script("acquire.lua"))
+    release_sha = r.script_load(lock_script("release.lua"))
+    tokens = {"a": "a" + TOKEN[1:], "b": "b" + TOKEN[1:]}
+    listener = r.pubsub()
+    listener.subscribe(CHANNEL + ":ca", CHANNEL + ":cb")
+    state = {"seq": 0}
+
+    def attempt(owner: str):
+        state["seq"] += 1
+        waiter = f"c{owner}-{state['seq']}:{tokens[owner]}"
+        return r.evalsha(acquire_sha, 6, *KEYS, "w", tokens[owner], 10_000, META, 1_000, waiter)
+
+    def release(owner: str):
+        return r.evalsha(release_sha, 6, *KEYS, "w", tokens[owner], CHANNEL, 2_000)
+
+    def sections(count: int):
+        assert attempt("a").endswith(b":1")
+        holder = "a"
+        for _ in range(count):
+            waiter = "b" if holder == "a" else "a"
+            assert attempt(waiter) > 0  # busy: retry after ms, and announced
+            assert release(holder) == 0  # granted to the waiter
+            holder = waiter
+            while listener.get_message(timeout=0):
+                pass
+        assert r.hget(STATE, "wo").decode() == tokens[holder]
+        assert release(holder) == 0
+        assert r.exists(*KEYS[:5]) == 0
+
+    return sections
+
+
+def measure(r: redis.Redis, cycles: int) -> None:
+    run_of = variants(r)
+    usec: dict[str, list[float]] = {name: [] for name in run_of}
     for _ in range(3):  # interleaved repetitions
-        for name, cycle in variants.items():
+        for name, run in run_of.items():
             r.config_resetstat()
-            for _ in range(cycles):
-                cycle()
+            repeat(name, run, cycles)
             stats = r.info("commandstats")
             total = sum(stats.get(c, {}).get("usec", 0) for c in ("cmdstat_evalsha", "cmdstat_set"))
             usec[name].append(total / cycles)
     print(f"Redis time per acquire+release cycle ({cycles} cycles x 3 reps, one call a time)")
     for name, values in usec.items():
         spread = " ".join(f"{v:.1f}" for v in values)
-        print(f"  {name:11s} median {statistics.median(values):5.1f} µs   ({spread})")
+        unit = "µs per section" if name == "contended" else "µs"
+        print(f"  {name:11s} median {statistics.median(values):5.1f} {unit}   ({spread})")
+
+
+def repeat(name: str, run, cycles: int) -> None:
+    if name == "contended":
+        run(cycles)  # (plus one acquire and one release around them)
+    else:
+        for _ in range(cycles):
+            run()
+
+
+def run_one(name: str, port: int, cycles: int) -> None:
+    repeat(name, variants(redis.Redis(port=port), name)[name], cycles)
+
+
+def count_instructions(cycles: int) -> None:
+    """Instructions Redis executes inside EVALSHA and SET, per cycle, one server per variant."""
+    for tool in ("valgrind", "redis-server"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"{tool} not found (scripts/setup.sh installs both)")
+    print(f"Redis instructions per acquire+release cycle (callgrind, {cycles} cycles)")
+    for name in VARIANTS:
+        # The one-off part (script loads, the checks) is subtracted: a run of no cycles.
+        total = instructions(name, cycles) - instructions(name, 0)
+        unit = "per section" if name == "contended" else "per cycle"
+        print(f"  {name:11s} {total / cycles:9.0f} instructions {unit}")
+
+
+def instructions(name: str, cycles: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        server = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+             "--toggle-collect=evalShaCommand", "--toggle-collect=setCommand",
+             "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", tmp],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            wait_for(port)
+            run = [sys.executable, __file__, "--run", name, str(port), str(cycles)]
+            subprocess.run(run, check=True)
+        finally:
+            # (ConnectionError: the shutdown's own reply, or a server that is gone.)
+            with contextlib.suppress(redis.ConnectionError):
+                redis.Redis(port=port).shutdown(nosave=True)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                raise
+        return callgrind_total(out)
+
+
+def wait_for(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            redis.Redis(port=port).ping()
+            return
+        except redis.ConnectionError:
+            time.sleep(0.1)
+    raise SystemExit("redis-server under valgrind did not start")
+
+
+def callgrind_total(path: str) -> int:
+    with open(path) as f:
+        for line in f:
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    raise SystemExit(f"no totals in {path}")
 
 
 if __name__ == "__main__":
