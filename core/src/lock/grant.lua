@@ -30,19 +30,24 @@ end
 -- false when no such writer waits (H is then as it was).
 local function grant_next(channel)
   while true do
-    local member, info = first_writer()
-    if not member then return false end
-    forget_writer(member)
-    local fence = string.format('%d', redis.call('INCR', FENCE))
-    -- Subscribers see the message only after this script, when H below is written.
-    local heard = redis.call('PUBLISH', channel .. ':' .. string.match(member, '^[^:-]*'),
-      'g:' .. fence .. ':' .. member)
-    if heard > 0 then
-      local _, lease, meta = string.match(info, '^(%d+):(%d+):(.*)$')
-      local tok = string.match(member, '^[^:]*:(.*)$')
-      redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'wg', member)
-      redis.call('PEXPIRE', H, lease)
-      return true
+    -- The head leaves the queue whatever happens next (ZPOPMIN: one call for ZRANGE + ZREM).
+    local head = redis.call('ZPOPMIN', W)
+    if #head == 0 then return false end
+    local member = head[1]
+    local info = redis.call('HGET', WI, member)
+    redis.call('HDEL', WI, member)
+    if info and tonumber(string.match(info, '^(%d+):')) > now() then
+      local fence = string.format('%d', redis.call('INCR', FENCE))
+      -- Subscribers see the message only after this script, when H below is written.
+      local heard = redis.call('PUBLISH', channel .. ':' .. string.match(member, '^[^:-]*'),
+        'g:' .. fence .. ':' .. member)
+      if heard > 0 then
+        local _, lease, meta = string.match(info, '^(%d+):(%d+):(.*)$')
+        local tok = string.match(member, '^[^:]*:(.*)$')
+        redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'wg', member)
+        redis.call('PEXPIRE', H, lease)
+        return true
+      end
     end
   end
 end
