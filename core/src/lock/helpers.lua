@@ -62,18 +62,14 @@ end
 -- while its expiry, lease and metadata (for a grant) are renewed. ttl and lease: ms, as the
 -- caller's strings.
 local function announce_writer(member, ttl, lease, meta)
-  -- W and WI live as long as their latest announcement (GT: never shortened; a fresh key has
-  -- no TTL yet, which GT would count as infinite). They exist together.
+  -- W and WI (they exist together) live as long as their latest announcement, never shorter:
+  -- a TTL is compared first unless the key is new. (Not PEXPIRE's GT option: Redis 7 only.)
   local existed = writers_wait()
   redis.call('ZADD', W, 'NX', string.format('%d', now_us()), member)
   redis.call('HSET', WI, member, string.format('%d:%s:%s', now() + ttl, lease, meta))
-  if existed then
-    redis.call('PEXPIRE', W, ttl, 'GT')
-    redis.call('PEXPIRE', WI, ttl, 'GT')
-  else
-    redis.call('PEXPIRE', W, ttl)
-    redis.call('PEXPIRE', WI, ttl)
-  end
+  local ttl_ms = tonumber(ttl)
+  if not existed or redis.call('PTTL', W) < ttl_ms then redis.call('PEXPIRE', W, ttl) end
+  if not existed or redis.call('PTTL', WI) < ttl_ms then redis.call('PEXPIRE', WI, ttl) end
   waiters = waiters + (existed and 0 or 1)
 end
 

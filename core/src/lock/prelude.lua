@@ -16,4 +16,7 @@
 -- common case need not pay (release.lua takes clock.lua and grant.lua earlier, at --[[grant]],
 -- for its granting fast path). Numbers that only pass through (leases, fences) stay strings:
 -- Redis formats a Lua number argument with printf's %.17g, ~1k instructions each.
+--
+-- Commands are those of Redis 5.0 (the first to replicate a script's effects, so TIME may
+-- precede writes; and ZPOPMIN): no option newer than that.
 local H, Z, W, WR, WI, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
