@@ -59,18 +59,20 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
 mod tests {
     use super::*;
 
+    const BODIES: [&str; 8] = [
+        include_str!("acquire.lua"),
+        include_str!("release.lua"),
+        include_str!("extend.lua"),
+        include_str!("renew.lua"),
+        include_str!("state.lua"),
+        include_str!("inspect.lua"),
+        include_str!("force_unlock.lua"),
+        include_str!("unregister_waiter.lua"),
+    ];
+
     #[test]
     fn every_script_defines_the_clock_and_the_grant_functions_once_and_before_their_users() {
-        for body in [
-            include_str!("acquire.lua"),
-            include_str!("release.lua"),
-            include_str!("extend.lua"),
-            include_str!("renew.lua"),
-            include_str!("state.lua"),
-            include_str!("inspect.lua"),
-            include_str!("force_unlock.lua"),
-            include_str!("unregister_waiter.lua"),
-        ] {
+        for body in BODIES {
             let script = assemble(body);
             assert_eq!(script.matches("local function now()").count(), 1);
             let clock_at = script.find("local function now()").unwrap();
@@ -86,5 +88,68 @@ mod tests {
             let helpers_at = script.find("local function purge").unwrap();
             assert!(script.find("local function first_writer").unwrap() < helpers_at);
         }
+    }
+
+    /// Every `'WORD'` in upper case in `script`: the commands and options it sends.
+    fn command_words(script: &str) -> Vec<&str> {
+        let mut words = Vec::new();
+        let mut rest = script;
+        while let Some(open) = rest.find('\'') {
+            rest = &rest[open + 1..];
+            let len = rest.bytes().take_while(u8::is_ascii_uppercase).count();
+            if len >= 2 && rest[len..].starts_with('\'') {
+                words.push(&rest[..len]);
+            }
+        }
+        words
+    }
+
+    /// Redis 6.2 is still widely deployed: every command and option word the scripts use must
+    /// exist in Redis 5.0 (the first to replicate scripts by effects). Newer words (PEXPIRE's
+    /// GT, SET's KEEPTTL, GETDEL, ZRANGE's BYSCORE, ...) fail this list on purpose.
+    #[test]
+    fn the_scripts_use_only_redis_5_commands_and_options() {
+        const REDIS_5: [&str; 28] = [
+            "DEL",
+            "EXISTS",
+            "GET",
+            "HDEL",
+            "HEXISTS",
+            "HGET",
+            "HINCRBY",
+            "HMGET",
+            "HSET",
+            "HVALS",
+            "INCR",
+            "PEXPIRE",
+            "PEXPIREAT",
+            "PTTL",
+            "PUBLISH",
+            "TIME",
+            "ZADD",
+            "ZCARD",
+            "ZCOUNT",
+            "ZPOPMIN",
+            "ZRANGE",
+            "ZRANGEBYSCORE",
+            "ZREM",
+            "ZREMRANGEBYSCORE",
+            "ZSCORE",
+            "NX",
+            "WITHSCORES",
+            "LIMIT",
+        ];
+        assert_eq!(
+            command_words("redis.call('PEXPIRE', W, ttl, 'GT')"),
+            ["PEXPIRE", "GT"]
+        );
+        let mut seen = 0;
+        for body in BODIES {
+            for word in command_words(&assemble(body)) {
+                assert!(REDIS_5.contains(&word), "'{word}' is not in Redis 5.0");
+                seen += 1;
+            }
+        }
+        assert!(seen > 100, "only {seen} command words found");
     }
 }
