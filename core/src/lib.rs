@@ -32,8 +32,8 @@
 //! - **Bounded calls**: every Redis call has a timeout; an unreachable Redis is a
 //!   [`Error::Connection`], never a hang.
 //!
-//! Keys: see [`keys`] for the layout (every key of a name in one cluster slot). Servers: Redis
-//! 5.0 or later (the scripts use nothing newer; a test keeps it so).
+//! Keys: see [`keys`] for the layout (every key of a name in one cluster slot). The scripts need
+//! Redis 5.0 or later and use nothing newer (a test keeps it so).
 //!
 //! ```no_run
 //! # async fn demo() -> redlock_core::Result<()> {
