@@ -10,13 +10,16 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
 
 // call runs one C ABI function with an rl_error and turns its status into a Go error.
 func call(op string, f func(e *C.rl_error) C.rl_status) error {
+	yieldNow()
 	var e C.rl_error
 	status := f(&e)
 	if status == C.RL_OK {
@@ -28,6 +31,28 @@ func call(op string, f func(e *C.rl_error) C.rl_status) error {
 	}
 	C.rl_error_free(&e)
 	return newError(op, status, message)
+}
+
+// Go's sysmon preempts a goroutine that has run for 10 ms without passing through the
+// scheduler; one that is inside a blocking cgo call then loses its P, waits for another thread
+// to run it when the call returns, and sysmon polls every 20 µs for a while after. A goroutine
+// that only makes lock calls (a worker loop: each call blocks in C, not in Go) never passes
+// through the scheduler by itself, so it paid this over and over: ~3 context switches per
+// acquire+release instead of 2, and sysmon awake. Yielding once every yieldEvery (by whichever
+// goroutine calls first) keeps time slices fresh for the price of one runtime.Gosched.
+const yieldEvery = 2 * time.Millisecond
+
+var (
+	processStart = time.Now()
+	lastYield    atomic.Int64 // time.Since(processStart) at the last yield, in ns
+)
+
+func yieldNow() {
+	now := int64(time.Since(processStart))
+	last := lastYield.Load()
+	if now-last >= int64(yieldEvery) && lastYield.CompareAndSwap(last, now) {
+		runtime.Gosched()
+	}
 }
 
 // cString copies s for C (free it with freeCString); a NUL byte inside would silently cut the
