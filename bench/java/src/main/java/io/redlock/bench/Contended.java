@@ -117,6 +117,13 @@ final class Contended {
       if (monitor != null) {
         monitor.stop(); // before the workers close their clients
       }
+      // Only now, with every timed loop over, do the workers write their files (see Worker).
+      for (Process worker : workers) {
+        tell(worker, "WRITE");
+      }
+      for (int p = 0; p < processes; p++) {
+        expect(replies.get(p), "WRITTEN", workers.get(p));
+      }
       for (Process worker : workers) {
         tell(worker, "EXIT");
         worker.getOutputStream().close();

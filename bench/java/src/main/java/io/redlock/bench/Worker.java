@@ -1,6 +1,7 @@
 package io.redlock.bench;
 
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -10,10 +11,14 @@ import java.time.Instant;
 
 /**
  * One contending process of P4, started by {@link Contended}: connects and warms up, prints
- * {@code READY}, waits for {@code GO} on stdin, runs its sections on the shared lock, writes one
- * line per section ({@code asked acquired releaseStarted released}, wall-clock epoch ns, the
- * same clock in every process) to its output file, prints {@code DONE}, then closes its client
- * when stdin says {@code EXIT} (or ends).
+ * {@code READY}, waits for {@code GO} on stdin, runs its sections on the shared lock, prints
+ * {@code DONE}; when stdin says {@code WRITE} (once every worker is done), writes one line per
+ * section ({@code asked acquired releaseStarted released}, wall-clock epoch ns, the same clock
+ * in every process) to its output file and prints {@code WRITTEN}; then closes its client when
+ * stdin says {@code EXIT} (or ends). Writing waits for the others: its first string
+ * concatenations and file classes cost a JVM milliseconds of CPU (measured: 5-9 ms hand-off gaps
+ * in the last sections of every run while the first workers to finish wrote their files), which
+ * on two cores would delay the processes still contending.
  *
  * <p>Args: {@code worker LIBRARY URL LOCK_NAME SECTIONS OUT_FILE LEASE_MS INDEX}.
  */
@@ -54,10 +59,7 @@ final class Worker {
         lock.unlock();
         System.out.println("READY");
         System.out.flush();
-        String go = control.readLine();
-        if (!"GO".equals(go)) {
-          throw new IllegalStateException("expected GO, got " + go);
-        }
+        expectLine(control, "GO");
         long[] asked = new long[sections];
         long[] acquired = new long[sections];
         long[] releasing = new long[sections];
@@ -70,13 +72,16 @@ final class Worker {
           lock.unlock();
           released[i] = epochNanos();
         }
+        System.out.println("DONE");
+        System.out.flush();
+        expectLine(control, "WRITE");
         try (PrintWriter out =
             new PrintWriter(Files.newBufferedWriter(outFile, StandardCharsets.US_ASCII))) {
           for (int i = 0; i < sections; i++) {
             out.println(asked[i] + " " + acquired[i] + " " + releasing[i] + " " + released[i]);
           }
         }
-        System.out.println("DONE");
+        System.out.println("WRITTEN");
         System.out.flush();
         control.readLine(); // EXIT, or the end of stdin
       }
@@ -86,5 +91,12 @@ final class Worker {
       System.exit(1);
     }
     System.exit(0); // the libraries' non-daemon threads must not keep the process alive
+  }
+
+  private static void expectLine(BufferedReader control, String word) throws IOException {
+    String line = control.readLine();
+    if (!word.equals(line)) {
+      throw new IllegalStateException("expected " + word + ", got " + line);
+    }
   }
 }
