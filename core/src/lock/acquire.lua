@@ -40,7 +40,7 @@ local function retry_after()
   local ttl = redis.call('PTTL', H)
   if ttl > 0 then return ttl end
   local _, info = first_writer()
-  if info then return math.max(tonumber(string.match(info, '^(%d+):')) - now(), 1) end
+  if info then return math.max(announced_until(info) - now(), 1) end
   first = redis.call('ZRANGE', WR, 0, 0, 'WITHSCORES')
   if #first > 0 then return math.max(tonumber(first[2]) - now(), 1) end
   return 1

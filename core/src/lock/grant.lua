@@ -9,6 +9,11 @@ local function forget_writer(member)
   redis.call('HDEL', WI, member)
 end
 
+-- When a writer's announcement 'expiry:lease:metadata' (WI's value) runs out, in ms.
+local function announced_until(info)
+  return tonumber(string.match(info, '^(%d+):'))
+end
+
 -- The first waiting writer whose announcement is live, and its 'expiry:lease:metadata'. Stale
 -- announcements met at the head are dropped, so a live W always has a live head.
 local function first_writer()
@@ -16,7 +21,7 @@ local function first_writer()
     local head = redis.call('ZRANGE', W, 0, 0)
     if #head == 0 then return nil end
     local info = redis.call('HGET', WI, head[1])
-    if info and tonumber(string.match(info, '^(%d+):')) > now() then return head[1], info end
+    if info and announced_until(info) > now() then return head[1], info end
     forget_writer(head[1])
   end
 end
@@ -36,7 +41,7 @@ local function grant_next(channel)
     local member = head[1]
     local info = redis.call('HGET', WI, member)
     redis.call('HDEL', WI, member)
-    if info and tonumber(string.match(info, '^(%d+):')) > now() then
+    if info and announced_until(info) > now() then
       local fence = string.format('%d', redis.call('INCR', FENCE))
       -- Subscribers see the message only after this script, when H below is written.
       local heard = redis.call('PUBLISH', channel .. ':' .. string.match(member, '^[^:-]*'),

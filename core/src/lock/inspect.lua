@@ -30,7 +30,7 @@ local fence = tonumber(redis.call('GET', FENCE) or '0')
 -- which an admin call may spend.
 local waiting = 0
 for _, info in ipairs(redis.call('HVALS', WI)) do
-  if tonumber(string.match(info, '^(%d+):')) > now() then waiting = waiting + 1 end
+  if announced_until(info) > now() then waiting = waiting + 1 end
 end
 local waiting_r = redis.call('ZCOUNT', WR, '(' .. now(), '+inf')
 if redis.call('ZSCORE', WR, 'turn') then waiting_r = waiting_r - 1 end
