@@ -6,7 +6,8 @@
 //! ```
 //!
 //! - P1 uncontended acquire+release vs raw redis-rs (`SET NX PX` + `EVALSHA` compare-and-delete)
-//! - P4 4 processes contending for one exclusive lock: handoffs, waits, round trips per section
+//! - P4 4 processes contending for one exclusive lock: handoffs, waits, round trips per section;
+//!   and, interleaved, the floor of any hand-off through Redis here (a bare pub/sub hop, no lock)
 //! - P5 8 tokio tasks, and 8 blocking threads, of one client on one lock: round trips per section
 //! - P6 one client keeping 100 000 holds alive: Redis calls per renewal tick, CPU, memory per hold
 //! - P7 8 readers + 1 writer on a read/write lock vs 9 tasks on an exclusive lock
@@ -17,6 +18,7 @@
 mod common;
 mod p1;
 mod p4;
+mod p4_floor;
 mod p5;
 mod p6;
 mod p7;
@@ -34,6 +36,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some(p4::WORKER) => return p4::worker_main(&args[1..]),
+        Some(p4_floor::WORKER) => return p4_floor::worker_main(&args[1..]),
         Some(p6::WORKER) => return p6::worker_main(&args[1..]),
         _ => {}
     }

@@ -18,12 +18,12 @@ use crate::common::{
 };
 
 pub const WORKER: &str = "__worker-p4";
-const PROCESSES: usize = 4;
+pub(crate) const PROCESSES: usize = 4;
 const LOCK_NAME: &str = "contended";
 
 // -- worker -------------------------------------------------------------------------------------
 
-/// `REDIS_URL=… redlock-bench __worker-p4 PREFIX SECTIONS` (the URL in the environment, so a
+/// `REDIS_URL=… redlock-bench __worker-p4 PREFIX SECTIONS INDEX` (the URL in the environment, so a
 /// password stays out of the process list): prints `ready`, waits for `go`, runs the
 /// sections, prints one `r ASKED ACQUIRED RELEASE_START FENCE` line per section and
 /// `done START END`, then waits for `quit`.
@@ -39,8 +39,8 @@ pub fn worker_main(args: &[String]) {
 }
 
 async fn worker(args: &[String]) -> R<()> {
-    let [prefix, sections] = args else {
-        return Err("usage: REDIS_URL=... __worker-p4 PREFIX SECTIONS".into());
+    let [prefix, sections, _index] = args else {
+        return Err("usage: REDIS_URL=... __worker-p4 PREFIX SECTIONS INDEX".into());
     };
     let url = std::env::var("REDIS_URL")?;
     let sections: usize = sections.parse()?;
@@ -54,15 +54,7 @@ async fn worker(args: &[String]) -> R<()> {
     lock.acquire(&owner, None, Some(LEASE)).await?;
     lock.release(&owner).await?;
 
-    let (tx, mut commands) = mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mut commands = parent_lines();
     say("ready\n")?;
     expect(&mut commands, "go").await?;
     let mut rows = Vec::with_capacity(sections);
@@ -87,14 +79,28 @@ async fn worker(args: &[String]) -> R<()> {
     Ok(())
 }
 
-fn say(text: &str) -> R<()> {
+/// The parent's words to a worker (its stdin lines), read on a thread of their own.
+pub(crate) fn parent_lines() -> mpsc::UnboundedReceiver<String> {
+    let (tx, commands) = mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    commands
+}
+
+pub(crate) fn say(text: &str) -> R<()> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
     Ok(())
 }
 
-async fn expect(commands: &mut mpsc::UnboundedReceiver<String>, what: &str) -> R<()> {
+pub(crate) async fn expect(commands: &mut mpsc::UnboundedReceiver<String>, what: &str) -> R<()> {
     match commands.recv().await {
         Some(line) if line.trim() == what => Ok(()),
         other => Err(format!("expected {what:?} from the parent, got {other:?}").into()),
@@ -124,22 +130,23 @@ struct Rep {
     monitor: Option<MonitorCounts>,
 }
 
-struct Workers {
+/// The worker processes of one repetition, this binary re-run: their stdin and stdout lines.
+pub(crate) struct Workers {
     children: Vec<(Child, ChildStdin)>,
     lines: mpsc::UnboundedReceiver<(usize, String)>,
 }
 
 impl Workers {
-    fn spawn(ctx: &Ctx, sections: usize) -> R<Workers> {
+    /// `PROCESSES` workers, each run as `redlock-bench ARGS… INDEX`.
+    pub(crate) fn spawn(ctx: &Ctx, args: &[String]) -> R<Workers> {
         let exe = std::env::current_exe()?;
         let (tx, lines) = mpsc::unbounded_channel();
         let mut children = Vec::new();
         for i in 0..PROCESSES {
             let mut child = Command::new(&exe)
-                .arg(WORKER)
+                .args(args)
+                .arg(i.to_string())
                 .env("REDIS_URL", &ctx.url)
-                .arg(ctx.prefix("p4"))
-                .arg(sections.to_string())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
@@ -161,7 +168,7 @@ impl Workers {
         Ok(Workers { children, lines })
     }
 
-    fn tell(&mut self, what: &str) -> R<()> {
+    pub(crate) fn tell(&mut self, what: &str) -> R<()> {
         for (_, stdin) in &mut self.children {
             writeln!(stdin, "{what}")?;
             stdin.flush()?;
@@ -169,7 +176,7 @@ impl Workers {
         Ok(())
     }
 
-    async fn next(&mut self) -> R<(usize, String)> {
+    pub(crate) async fn next(&mut self) -> R<(usize, String)> {
         match tokio::time::timeout(Duration::from_secs(300), self.lines.recv()).await {
             Ok(Some((i, line))) if line == "eof" => {
                 Err(format!("worker {i} ended early (see its error above)").into())
@@ -180,7 +187,18 @@ impl Workers {
         }
     }
 
-    async fn finish(mut self) -> R<()> {
+    /// Waits for every worker's `ready`.
+    pub(crate) async fn all_ready(&mut self) -> R<()> {
+        for _ in 0..PROCESSES {
+            let (i, line) = self.next().await?;
+            if line != "ready" {
+                return Err(format!("worker {i} said {line:?} instead of ready").into());
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn finish(mut self) -> R<()> {
         self.tell("quit")?;
         let children: Vec<Child> = std::mem::take(&mut self.children)
             .into_iter()
@@ -211,15 +229,11 @@ impl Drop for Workers {
 }
 
 async fn one_rep(ctx: &mut Ctx, sections: usize, monitored: bool) -> R<Rep> {
-    let mut workers = Workers::spawn(ctx, sections)?;
-    let mut ready = 0;
-    while ready < PROCESSES {
-        let (i, line) = workers.next().await?;
-        if line != "ready" {
-            return Err(format!("worker {i} said {line:?} instead of ready").into());
-        }
-        ready += 1;
-    }
+    let mut workers = Workers::spawn(
+        ctx,
+        &[WORKER.into(), ctx.prefix("p4"), sections.to_string()],
+    )?;
+    workers.all_ready().await?;
     let rtt_us = ctx.admin.ping_p50_us(ctx.pings()).await?;
     let before = ctx.admin.commandstats().await?;
     let monitor = if monitored {
@@ -315,6 +329,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
          (+1 untimed under MONITOR)"
     );
     let mut runs = Vec::new();
+    let mut floor = Vec::new();
     for rep in 0..reps {
         let r = one_rep(ctx, sections, false).await?;
         let handoff_p50 = percentile(&sorted(r.handoffs_us.clone()), 50.0);
@@ -336,6 +351,8 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
             r.round_trips,
             r.script_calls
         );
+        // The floor, interleaved: the same processes' bare pub/sub hop, no lock.
+        floor.push(crate::p4_floor::one_rep(ctx, sections, r.rtt_us).await?);
         runs.push(r);
     }
     println!(
@@ -409,7 +426,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
             value: r3(handoff_rtt),
             met,
         },
-        series: vec![series],
+        series: vec![series, crate::p4_floor::series(&floor)],
         notes: format!(
             "{reps} reps of {PROCESSES} processes x {sections} back-to-back sections (acquire wait \
              None, lease 10 s, release at once); wall-clock ns shared by the processes; sections \
@@ -417,7 +434,10 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
              next acquire returned, counted when the next holder asked before that release \
              started; wait_max over all reps, other figures medians of reps; round trips from \
              INFO commandstats deltas (script calls, script loads, (un)subscribes, connection \
-             setup), and once more untimed under MONITOR (lines not marked lua])"
+             setup), and once more untimed under MONITOR (lines not marked lua]); after each rep, \
+             the floor: the same {PROCESSES} processes pass a message around a ring, each hop a \
+             script that only PUBLISHes then one more script round trip (no lock), timed like a \
+             handoff and divided by that rep's PING"
         ),
     })
 }
