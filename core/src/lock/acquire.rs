@@ -698,6 +698,46 @@ mod grant_tests {
         assert!(!keys.contains("grants"), "keys left behind: {keys}");
     }
 
+    /// Announcements that ran out hold nobody back: a lock that became free by expiry, whose
+    /// queue still exists but holds only a stale announcement, is taken at once by a newcomer's
+    /// single attempt, and the stale entry goes with it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_queue_of_run_out_announcements_does_not_hold_back_a_newcomer() {
+        let server = RedisServer::start();
+        let client = Client::connect(&server.url()).await.unwrap();
+        let lock = client.lock("stale").unwrap();
+        let _alive = listening(&server, &lock, "gone").await;
+        let holder = Owner::random();
+        lock.acquire(
+            &holder,
+            Some(Duration::ZERO),
+            Some(Duration::from_millis(80)),
+        )
+        .await
+        .unwrap();
+        announce(&lock, "gone", "gone-1:gone", 20).await;
+        // A longer announcement, withdrawn: the queue lives on with only the short one in it.
+        announce(&lock, "later", "gone-2:later", 10_000).await;
+        withdraw(&lock, "later", "gone-2:later").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let queue = lock.keys.waiting_writers().to_string();
+        assert_eq!(server.command(&["ZCARD", &queue]).trim(), ":1");
+        assert!(!lock.is_locked().await.unwrap());
+
+        let newcomer = Owner::random();
+        let hold = lock
+            .acquire(
+                &newcomer,
+                Some(Duration::ZERO),
+                Some(Duration::from_secs(10)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(hold.hold_count(), 1);
+        assert_eq!(server.command(&["EXISTS", &queue]).trim(), ":0");
+        assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
+    }
+
     /// A process that crashed while announced as waiting must not be handed the lock for a
     /// whole lease: its client no longer listens, so the grant goes to the next waiter, or
     /// nobody.

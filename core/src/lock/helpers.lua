@@ -1,13 +1,21 @@
 -- Helpers shared by the lock scripts' slow paths (spliced in at --[[helpers]], after grant.lua).
 -- Set by purge(): which waiting sets exist, 1 for W (and with it WI) plus 2 for WR (so 0 means
--- nobody waits); and Z's first entry when purge() left Z as it found it (else nil).
+-- nobody waits; W may hold only stale announcements until writers_wait() looks); and Z's
+-- first entry when purge() left Z as it found it (else nil; {} when there is no Z).
 local waiters = 0
 local z_head
+local writers_looked = false
 
--- Drops readers (and a Z-tracked writer) whose lease ended, and stale announcements: each
--- holder costs O(log n) once, so no call ever scans all readers.
+-- Drops readers (and a Z-tracked writer) whose lease ended, and stale waiting readers: each
+-- holder costs O(log n) once, so no call ever scans all readers. Stale writers' announcements
+-- are dropped by writers_wait() and grant_next(), when a decision depends on them: an attempt
+-- that finds another writer holding the lock needs neither.
 local function purge()
-  local first = redis.call('ZRANGE', Z, 0, 0, 'WITHSCORES')
+  -- One weighted EXISTS says which sets exist: W counts 1, WR 2, Z 4.
+  local present = redis.call('EXISTS', W, WR, WR, Z, Z, Z, Z)
+  waiters = present % 4
+  local first = {}
+  if present >= 4 then first = redis.call('ZRANGE', Z, 0, 0, 'WITHSCORES') end
   if #first > 0 and tonumber(first[2]) <= now() then
     for _, member in ipairs(redis.call('ZRANGEBYSCORE', Z, '-inf', now())) do
       if member == 'w' then
@@ -26,17 +34,19 @@ local function purge()
   else
     z_head = first
   end
-  waiters = redis.call('EXISTS', W, WR, WR)
-  -- first_writer() drops stale heads: nil when none is live (W is gone).
-  if waiters % 2 == 1 and not first_writer() then waiters = waiters - 1 end
   if waiters >= 2 and redis.call('ZREMRANGEBYSCORE', WR, '-inf', now()) > 0
       and redis.call('EXISTS', WR) == 0 then
     waiters = waiters - 2
   end
 end
 
--- Whether writers are announced as waiting (as purge() left W).
+-- Whether writers are announced as waiting: W has a live head. first_writer() drops stale
+-- heads (once per script, when first asked): nil when none is live (W is gone).
 local function writers_wait()
+  if waiters % 2 == 1 and not writers_looked then
+    writers_looked = true
+    if not first_writer() then waiters = waiters - 1 end
+  end
   return waiters % 2 == 1
 end
 
@@ -62,14 +72,17 @@ end
 -- while its expiry, lease and metadata (for a grant) are renewed. ttl and lease: ms, as the
 -- caller's strings.
 local function announce_writer(member, ttl, lease, meta)
-  -- W and WI (they exist together) live as long as their latest announcement, never shorter:
-  -- a TTL is compared first unless the key is new. (Not PEXPIRE's GT option: Redis 7 only.)
-  local existed = writers_wait()
+  -- W and WI live as long as their latest announcement, never shorter: a TTL is compared first
+  -- unless the key is new. (Not PEXPIRE's GT option: Redis 7 only.) They are made, emptied and
+  -- given a TTL together, so W's TTL is also WI's. (Whether W exists, live or stale, is all
+  -- that matters here: no need to look at its head.)
+  local existed = waiters % 2 == 1
   redis.call('ZADD', W, 'NX', string.format('%d', now_us()), member)
   redis.call('HSET', WI, member, string.format('%d:%s:%s', now() + ttl, lease, meta))
-  local ttl_ms = tonumber(ttl)
-  if not existed or redis.call('PTTL', W) < ttl_ms then redis.call('PEXPIRE', W, ttl) end
-  if not existed or redis.call('PTTL', WI) < ttl_ms then redis.call('PEXPIRE', WI, ttl) end
+  if not existed or redis.call('PTTL', W) < tonumber(ttl) then
+    redis.call('PEXPIRE', W, ttl)
+    redis.call('PEXPIRE', WI, ttl)
+  end
   waiters = waiters + (existed and 0 or 1)
 end
 
