@@ -27,7 +27,10 @@ Variants:
                script call itself
   contended    (per section, not per cycle) two owners hand the lock to each other: each
                section is one attempt that finds the lock held (and announces the waiter) and
-               one release that grants it to that waiter, whose client listens: P4's path
+               one release that grants it to that waiter, whose client listens
+  contended 4  the same with four owners, as in P4: the release grants the lock to the head of
+               a queue of three, and the releaser's next attempt joins the queue behind the
+               other two (their writers' queue exists when it announces)
 """
 
 import contextlib
@@ -119,7 +122,7 @@ TOKEN = "0f8e3c52-96a1-4b7e-9b52-6b1f4c2d9e01:client-1"
 META = '{"host":"bench-host","pid":12345,"thread":"main","at":1790000000000}'
 ACQUIRE_ARGS = ["w", TOKEN, 10_000, META, 0, ""]
 RELEASE_ARGS = ["w", TOKEN, CHANNEL, 2_000]
-VARIANTS = ["raw", "ours", "same calls", "fenced min", "empty", "contended"]
+VARIANTS = ["raw", "ours", "same calls", "fenced min", "empty", "contended", "contended 4"]
 
 
 def variants(r: redis.Redis, only: str | None = None) -> dict:
@@ -151,24 +154,32 @@ def variants(r: redis.Redis, only: str | None = None) -> dict:
         "fenced min": lambda: pair(FENCED_MIN_ACQUIRE, FENCED_MIN_RELEASE),
         "empty": lambda: pair("return '1:1'", "return 0"),
         "contended": lambda: contended(r),
+        "contended 4": lambda: contended(r, owners=4),
     }
     made = {name: make() for name, make in factories.items() if only in (None, name)}
     # A cycle that failed would measure something else: check each once.
     for name, run in made.items():
-        if name in ("ours", "contended"):
+        if name == "ours" or is_contended(name):
             repeat(name, run, 1)
     assert r.exists(*KEYS[:5]) == 0
     return made
 
 
-def contended(r: redis.Redis):
-    """One hand-off per call: the waiter's attempt finds the lock held, then the holder's
-    release grants it to that waiter (whose client listens on its grant channel)."""
+def is_contended(name: str) -> bool:
+    return name.startswith("contended")
+
+
+def contended(r: redis.Redis, owners: int = 2):
+    """One hand-off per section: the holder's release grants the lock to the first waiter
+    (whose client listens on its grant channel), and an attempt that finds the lock held
+    announces a waiter. Two owners: the waiter attempts, then the holder releases. More: the
+    others queue first; each section the holder releases, then attempts again behind them."""
     acquire_sha = r.script_load(lock_script("acquire.lua"))
     release_sha = r.script_load(lock_script("release.lua"))
-    tokens = {"a": "a" + TOKEN[1:], "b": "b" + TOKEN[1:]}
+    names = "abcd"[:owners]
+    tokens = {o: o + TOKEN[1:] for o in names}
     listener = r.pubsub()
-    listener.subscribe(CHANNEL + ":ca", CHANNEL + ":cb")
+    listener.subscribe(*(f"{CHANNEL}:c{o}" for o in names))
     state = {"seq": 0}
 
     def attempt(owner: str):
@@ -179,18 +190,33 @@ def contended(r: redis.Redis):
     def release(owner: str):
         return r.evalsha(release_sha, 6, *KEYS, "w", tokens[owner], CHANNEL, 2_000)
 
+    def drain():
+        while listener.get_message(timeout=0):
+            pass
+
     def sections(count: int):
-        assert attempt("a").endswith(b":1")
-        holder = "a"
+        assert attempt(names[0]).endswith(b":1")
+        holder, queue = names[0], list(names[1:])
+        if owners > 2:
+            for waiter in queue:
+                assert attempt(waiter) > 0
         for _ in range(count):
-            waiter = "b" if holder == "a" else "a"
-            assert attempt(waiter) > 0  # busy: retry after ms, and announced
-            assert release(holder) == 0  # granted to the waiter
-            holder = waiter
-            while listener.get_message(timeout=0):
-                pass
+            if owners == 2:
+                assert attempt(queue[0]) > 0  # busy: retry after ms, and announced
+            assert release(holder) == 0  # granted to the queue's head
+            if owners > 2:
+                assert attempt(holder) > 0  # the releaser queues again, last
+            queue.append(holder)
+            holder = queue.pop(0)
+            drain()
         assert r.hget(STATE, "wo").decode() == tokens[holder]
+        # Hand the lock down the rest of the queue, then free it.
+        for _ in range(len(queue) if owners > 2 else 0):
+            assert release(holder) == 0
+            holder = queue.pop(0)
+            assert r.hget(STATE, "wo").decode() == tokens[holder]
         assert release(holder) == 0
+        drain()
         assert r.exists(*KEYS[:5]) == 0
 
     return sections
@@ -209,12 +235,12 @@ def measure(r: redis.Redis, cycles: int) -> None:
     print(f"Redis time per acquire+release cycle ({cycles} cycles x 3 reps, one call a time)")
     for name, values in usec.items():
         spread = " ".join(f"{v:.1f}" for v in values)
-        unit = "µs per section" if name == "contended" else "µs"
+        unit = "µs per section" if is_contended(name) else "µs"
         print(f"  {name:11s} median {statistics.median(values):5.1f} {unit}   ({spread})")
 
 
 def repeat(name: str, run, cycles: int) -> None:
-    if name == "contended":
+    if is_contended(name):
         run(cycles)  # (plus one acquire and one release around them)
     else:
         for _ in range(cycles):
@@ -234,7 +260,7 @@ def count_instructions(cycles: int) -> None:
     for name in VARIANTS:
         # The one-off part (script loads, the checks) is subtracted: a run of no cycles.
         total = instructions(name, cycles) - instructions(name, 0)
-        unit = "per section" if name == "contended" else "per cycle"
+        unit = "per section" if is_contended(name) else "per cycle"
         print(f"  {name:11s} {total / cycles:9.0f} instructions {unit}")
 
 
