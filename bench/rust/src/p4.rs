@@ -28,12 +28,17 @@ const LOCK_NAME: &str = "contended";
 /// sections, prints one `r ASKED ACQUIRED RELEASE_START FENCE` line per section and
 /// `done START END`, then waits for `quit`.
 pub fn worker_main(args: &[String]) {
+    run_worker("p4 worker", worker(args));
+}
+
+/// Runs a worker on the runtime every P4 worker uses (one thread), exiting with 1 on error.
+pub(crate) fn run_worker(what: &str, worker: impl Future<Output = R<()>>) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    if let Err(e) = runtime.block_on(worker(args)) {
-        eprintln!("p4 worker {}: {e}", std::process::id());
+    if let Err(e) = runtime.block_on(worker) {
+        eprintln!("{what} {}: {e}", std::process::id());
         std::process::exit(1);
     }
 }

@@ -12,7 +12,7 @@
 use futures_util::StreamExt;
 
 use crate::common::{Ctx, R, Series, max, median, now_ns, percentile, sorted};
-use crate::p4::{PROCESSES, Workers, expect, parent_lines, say};
+use crate::p4::{PROCESSES, Workers, expect, parent_lines, run_worker, say};
 
 pub const WORKER: &str = "__worker-p4-floor";
 
@@ -27,15 +27,7 @@ const NEXT_ATTEMPT: &str = "return redis.call('EXISTS', KEYS[1])";
 /// every message it gets until it got HOPS, prints `h SENT ARRIVED` per message and `done`, then
 /// waits for `quit`.
 pub fn worker_main(args: &[String]) {
-    // The same runtime as P4's workers.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    if let Err(e) = runtime.block_on(worker(args)) {
-        eprintln!("p4 floor worker {}: {e}", std::process::id());
-        std::process::exit(1);
-    }
+    run_worker("p4 floor worker", worker(args));
 }
 
 async fn worker(args: &[String]) -> R<()> {

@@ -561,6 +561,30 @@ mod grant_tests {
         pubsub
     }
 
+    /// A throwaway server and a client's lock `name`, with the client "gone" alive on the
+    /// lock's grant channel (see `listening`).
+    struct Fixture {
+        lock: Lock,
+        _alive: redis::aio::PubSub,
+        _client: Client,
+        server: RedisServer, // last: dropped after the connections to it
+    }
+
+    impl Fixture {
+        async fn new(name: &str) -> Fixture {
+            let server = RedisServer::start();
+            let client = Client::connect(&server.url()).await.unwrap();
+            let lock = client.lock(name).unwrap();
+            let alive = listening(&server, &lock, "gone").await;
+            Fixture {
+                lock,
+                _alive: alive,
+                _client: client,
+                server,
+            }
+        }
+    }
+
     fn announced_attempt<'a>(owner: &'a Owner, waiter: &'a str) -> AttemptArgs<'a> {
         AttemptArgs {
             owner,
@@ -605,10 +629,8 @@ mod grant_tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_grant_is_claimed_once_and_given_back_by_a_waiter_that_left() {
-        let server = RedisServer::start();
-        let client = Client::connect(&server.url()).await.unwrap();
-        let lock = client.lock("grants").unwrap();
-        let _alive = listening(&server, &lock, "gone").await;
+        let fixture = Fixture::new("grants").await;
+        let (server, lock) = (&fixture.server, fixture.lock.clone());
         let holder = Owner::random();
         lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
             .await
@@ -657,10 +679,8 @@ mod grant_tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_granted_waiter_that_left_passes_the_lock_to_the_next() {
-        let server = RedisServer::start();
-        let client = Client::connect(&server.url()).await.unwrap();
-        let lock = client.lock("grants").unwrap();
-        let _alive = listening(&server, &lock, "gone").await;
+        let fixture = Fixture::new("grants").await;
+        let lock = fixture.lock.clone();
         let holder = Owner::random();
         lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
             .await
@@ -679,10 +699,8 @@ mod grant_tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_waiter_whose_announcement_ran_out_is_not_granted_the_lock() {
-        let server = RedisServer::start();
-        let client = Client::connect(&server.url()).await.unwrap();
-        let lock = client.lock("grants").unwrap();
-        let _alive = listening(&server, &lock, "gone").await;
+        let fixture = Fixture::new("grants").await;
+        let (server, lock) = (&fixture.server, fixture.lock.clone());
         let holder = Owner::random();
         lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
             .await
@@ -703,10 +721,8 @@ mod grant_tests {
     /// single attempt, and the stale entry goes with it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_queue_of_run_out_announcements_does_not_hold_back_a_newcomer() {
-        let server = RedisServer::start();
-        let client = Client::connect(&server.url()).await.unwrap();
-        let lock = client.lock("stale").unwrap();
-        let _alive = listening(&server, &lock, "gone").await;
+        let fixture = Fixture::new("stale").await;
+        let (server, lock) = (&fixture.server, fixture.lock.clone());
         let holder = Owner::random();
         lock.acquire(
             &holder,
