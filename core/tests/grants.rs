@@ -147,3 +147,65 @@ async fn local_writers_are_granted_the_lock_while_queued_behind_the_gate() {
     );
     assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_waiting_in_two_processes_leaves_no_queue_entry_for_a_later_grant() {
+    // One token, waiting through two clients (as two processes sharing it would). The first is
+    // granted the lock; the second gets in by re-entry and must leave the queue then: its entry,
+    // left there, would be granted the lock by the owner's last release, holding it for a whole
+    // lease for a call that has ended.
+    let server = RedisServer::start();
+    let holder_client = connect(&server).await;
+    let lock = holder_client.lock("shared-token").unwrap();
+    let holder = Owner::random();
+    lock.acquire(&holder, NOW, Some(ms(30_000))).await.unwrap();
+
+    let shared = Owner::random();
+    let mut waiters = Vec::new();
+    for i in 0..2 {
+        let client = connect(&server).await;
+        let owner = Owner::from_token(shared.token()).unwrap();
+        let waiter_lock = client.lock("shared-token").unwrap();
+        waiters.push(tokio::spawn(async move {
+            let hold = waiter_lock
+                .acquire(&owner, Some(Duration::from_secs(20)), Some(ms(30_000)))
+                .await
+                .unwrap();
+            // Keep the client (and its subscription) alive: a grant must find a listener.
+            (client, hold.hold_count())
+        }));
+        while lock.inspect().await.unwrap().waiting_writers < i + 1 {
+            tokio::time::sleep(ms(2)).await;
+        }
+    }
+    lock.release(&holder).await.unwrap();
+    let mut clients = Vec::new();
+    let mut counts = Vec::new();
+    for w in waiters {
+        let (client, count) = w.await.unwrap();
+        clients.push(client);
+        counts.push(count);
+    }
+    counts.sort();
+    assert_eq!(counts, [1, 2]);
+
+    // Released twice at once, well within the second call's announcement (1 s by default).
+    assert_eq!(lock.release(&shared).await.unwrap(), 1);
+    assert_eq!(lock.release(&shared).await.unwrap(), 0);
+    let info = lock.inspect().await.unwrap();
+    assert!(
+        info.holders.is_empty(),
+        "held after the last release: {info:?}"
+    );
+    assert_eq!(info.waiting_writers, 0);
+    let newcomer = Owner::random();
+    assert!(
+        lock.try_acquire(&newcomer, Some(ms(30_000)))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    lock.release(&newcomer).await.unwrap();
+    assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
+    drop(clients);
+}

@@ -73,7 +73,10 @@ if mode == 'w' then
       local h = redis.call('HMGET', H, 'wf', 'wc')
       return h[1] .. ':' .. h[2]
     end
-    -- Re-entry; it never shortens a lease that is already longer.
+    -- Re-entry; it never shortens a lease that is already longer. A call of this owner that
+    -- waited (the token is shared by two processes) leaves the queue here: left in it, a later
+    -- release would grant the lock to a call that has ended.
+    if waiters % 2 == 1 then forget_writer(waiter) end
     local count = redis.call('HINCRBY', H, 'wc', 1)
     if writer_expiry() < now() + lease then
       if redis.call('EXISTS', Z) == 1 then
