@@ -72,6 +72,11 @@ end
 -- and only while someone is announced as waiting (see the fast path).
 if readers_left <= 0 and waiters > 0 then
   local free = redis.call('EXISTS', H) == 0
+  -- The last reader out does not cut short a readers' turn that some of its readers have not
+  -- used yet (woken with the others, they are on their way): the grant waits for its end.
+  if free and mode ~= 'w' and waiters >= 2 then
+    readers_turn = redis.call('ZSCORE', WR, 'turn') ~= false and waiting_readers() > 0
+  end
   if readers_turn or not free or not grant_next(channel) then
     redis.call('PUBLISH', channel, 'released')
   end

@@ -1,0 +1,286 @@
+//! Grants to waiters whose client listens but which never take them: claimed by a later
+//! attempt, given back by a withdrawal; waiters whose client is gone, which get none; and a
+//! readers' turn, which no grant cuts short.
+//! (A live waiter's grant is covered by `tests/grants.rs`.)
+use super::*;
+use crate::Client;
+use crate::testing::RedisServer;
+
+/// A pub/sub connection on the grant channel of the waiter ids `CLIENT-…` of `lock`: a
+/// client that is alive (Redis counts it as hearing its grants) but does not act on them.
+async fn listening(server: &RedisServer, lock: &Lock, client: &str) -> redis::aio::PubSub {
+    let mut pubsub = redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    let channel = format!("{}:{client}", lock.keys.channel());
+    pubsub.subscribe(channel).await.unwrap();
+    pubsub
+}
+
+/// A throwaway server and a client's lock `name`, with the client "gone" alive on the
+/// lock's grant channel (see `listening`).
+struct Fixture {
+    lock: Lock,
+    _alive: redis::aio::PubSub,
+    client: Client,
+    server: RedisServer, // last: dropped after the connections to it
+}
+
+impl Fixture {
+    async fn new(name: &str) -> Fixture {
+        let server = RedisServer::start();
+        let client = Client::connect(&server.url()).await.unwrap();
+        let lock = client.lock(name).unwrap();
+        let alive = listening(&server, &lock, "gone").await;
+        Fixture {
+            lock,
+            _alive: alive,
+            client,
+            server,
+        }
+    }
+
+    /// The read view of the same lock.
+    fn read_view(&self) -> Lock {
+        let name = self.lock.keys.name.clone();
+        self.client.read_write_lock(&name).unwrap().read()
+    }
+}
+
+fn announced_attempt<'a>(owner: &'a Owner, waiter: &'a str) -> AttemptArgs<'a> {
+    AttemptArgs {
+        owner,
+        lease_ms: 10_000,
+        meta: "{}",
+        announce_ms: 10_000,
+        waiter,
+    }
+}
+
+/// An attempt of `waiter` (owner `token`) that finds the lock held and announces it, made
+/// as by a process that then never looks again.
+async fn announce(lock: &Lock, token: &str, waiter: &str, announce_ms: u64) {
+    let owner = Owner::from_token(token).unwrap();
+    let mut announcement = Announcement::new(lock, &owner, waiter);
+    let args = AttemptArgs {
+        announce_ms,
+        ..announced_attempt(&owner, waiter)
+    };
+    let attempt = lock.attempt(&args, &mut announcement).await.unwrap();
+    assert!(matches!(attempt, Attempt::Busy { .. }));
+    announcement.disarm();
+}
+
+/// A waiter of this client acquiring `lock` in a task, returned once Redis shows it queued
+/// behind `ahead` other waiting writers.
+async fn live_waiter(lock: &Lock, ahead: u64) -> (Owner, tokio::task::JoinHandle<Result<Hold>>) {
+    let next = Owner::random();
+    let waiting = {
+        let (lock, next) = (lock.clone(), next.clone());
+        let wait = Some(Duration::from_secs(10));
+        tokio::spawn(async move { lock.acquire(&next, wait, wait).await })
+    };
+    while lock.inspect().await.unwrap().waiting_writers < ahead + 1 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    (next, waiting)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_is_claimed_once_and_given_back_by_a_waiter_that_left() {
+    let fixture = Fixture::new("grants").await;
+    let (server, lock) = (&fixture.server, fixture.lock.clone());
+    let holder = Owner::random();
+    lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+
+    // Two waiters (of a live process that will not take their grants) queue in this order.
+    let (x, y) = (
+        Owner::from_token("x").unwrap(),
+        Owner::from_token("y").unwrap(),
+    );
+    announce(&lock, "x", "gone-1:x", 10_000).await;
+    announce(&lock, "y", "gone-2:y", 10_000).await;
+    assert_eq!(lock.inspect().await.unwrap().waiting_writers, 2);
+
+    // The release grants the lock to the first waiter, with a new fencing token.
+    lock.release(&holder).await.unwrap();
+    assert_eq!(lock.hold_count(&x).await.unwrap(), 1);
+    let info = lock.inspect().await.unwrap();
+    assert_eq!(info.waiting_writers, 1);
+    assert_eq!(info.holders[0].owner_token, "x");
+
+    // Its next attempt claims the grant: the same single hold, not a re-entry.
+    let mut announcement = Announcement::new(&lock, &x, "gone-1:x");
+    let claimed = lock
+        .attempt(&announced_attempt(&x, "gone-1:x"), &mut announcement)
+        .await
+        .unwrap();
+    assert!(matches!(claimed, Attempt::Acquired { count: 1, .. }));
+    assert_eq!(lock.hold_count(&x).await.unwrap(), 1);
+    // A claimed grant is a hold like any other: withdrawing the (finished) waiter keeps it.
+    withdraw(&lock, "x", "gone-1:x").await.unwrap();
+    assert_eq!(lock.hold_count(&x).await.unwrap(), 1);
+
+    // Released, it goes to the second waiter, which gave up before hearing: its withdrawal
+    // gives the lock back, and with nobody else waiting the name leaves no key behind.
+    lock.release(&x).await.unwrap();
+    assert_eq!(lock.hold_count(&y).await.unwrap(), 1);
+    withdraw(&lock, "y", "gone-2:y").await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    let keys = server.command(&["KEYS", "*"]);
+    assert!(
+        !keys.contains("grants"),
+        "keys left behind after the last waiter left: {keys}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_waiter_that_left_passes_the_lock_to_the_next() {
+    let fixture = Fixture::new("grants").await;
+    let lock = fixture.lock.clone();
+    let holder = Owner::random();
+    lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    announce(&lock, "gone", "gone-1:gone", 10_000).await;
+    // A live waiter of this client queues behind it.
+    let (next, waiting) = live_waiter(&lock, 1).await;
+    lock.release(&holder).await.unwrap();
+    let gone = Owner::from_token("gone").unwrap();
+    assert_eq!(lock.hold_count(&gone).await.unwrap(), 1);
+    withdraw(&lock, "gone", "gone-1:gone").await.unwrap();
+    let hold = waiting.await.unwrap().unwrap();
+    assert_eq!(hold.hold_count(), 1);
+    assert!(lock.is_held_by(&next).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_announcement_ran_out_is_not_granted_the_lock() {
+    let fixture = Fixture::new("grants").await;
+    let (server, lock) = (&fixture.server, fixture.lock.clone());
+    let holder = Owner::random();
+    lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    announce(&lock, "gone", "gone-1:gone", 20).await;
+    assert_eq!(lock.inspect().await.unwrap().waiting_writers, 1);
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    // Run out, it no longer counts as waiting, although it is still in the queue.
+    assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
+    lock.release(&holder).await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    let keys = server.command(&["KEYS", "*"]);
+    assert!(!keys.contains("grants"), "keys left behind: {keys}");
+}
+
+/// Announcements that ran out hold nobody back: a lock that became free by expiry, whose
+/// queue still exists but holds only a stale announcement, is taken at once by a newcomer's
+/// single attempt, and the stale entry goes with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_of_run_out_announcements_does_not_hold_back_a_newcomer() {
+    let fixture = Fixture::new("stale").await;
+    let (server, lock) = (&fixture.server, fixture.lock.clone());
+    let holder = Owner::random();
+    lock.acquire(
+        &holder,
+        Some(Duration::ZERO),
+        Some(Duration::from_millis(80)),
+    )
+    .await
+    .unwrap();
+    announce(&lock, "gone", "gone-1:gone", 20).await;
+    // A longer announcement, withdrawn: the queue lives on with only the short one in it.
+    announce(&lock, "later", "gone-2:later", 10_000).await;
+    withdraw(&lock, "later", "gone-2:later").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let queue = lock.keys.waiting_writers().to_string();
+    assert_eq!(server.command(&["ZCARD", &queue]).trim(), ":1");
+    assert!(!lock.is_locked().await.unwrap());
+
+    let newcomer = Owner::random();
+    let hold = lock
+        .acquire(
+            &newcomer,
+            Some(Duration::ZERO),
+            Some(Duration::from_secs(10)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(hold.hold_count(), 1);
+    assert_eq!(server.command(&["EXISTS", &queue]).trim(), ":0");
+    assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
+}
+
+/// A readers' turn is not cut short: when the first of its readers is in and out before
+/// the second comes, the lock waits for that reader instead of going to the writer queued
+/// behind them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_reader_out_does_not_end_the_readers_turn_with_a_grant() {
+    let fixture = Fixture::new("turn").await;
+    let (write, read) = (fixture.lock.clone(), fixture.read_view());
+    let lease = Some(Duration::from_secs(10));
+    let holder = Owner::random();
+    write
+        .acquire(&holder, Some(Duration::ZERO), lease)
+        .await
+        .unwrap();
+    announce(&read, "r1", "gone-1:r1", 10_000).await;
+    announce(&read, "r2", "gone-2:r2", 10_000).await;
+    announce(&write, "w", "gone-3:w", 10_000).await;
+    let owner = |token: &str| Owner::from_token(token).unwrap();
+    let (r1, r2, w) = (owner("r1"), owner("r2"), owner("w"));
+
+    // The writer's release gives the readers that waited their turn.
+    write.release(&holder).await.unwrap();
+    read.acquire(&r1, Some(Duration::ZERO), lease)
+        .await
+        .unwrap();
+    read.release(&r1).await.unwrap();
+    assert_eq!(write.hold_count(&w).await.unwrap(), 0);
+    assert!(!write.is_locked().await.unwrap());
+
+    // The turn ends with its last reader in; its release grants the lock to the writer.
+    read.acquire(&r2, Some(Duration::ZERO), lease)
+        .await
+        .unwrap();
+    read.release(&r2).await.unwrap();
+    assert_eq!(write.hold_count(&w).await.unwrap(), 1);
+}
+
+/// A process that crashed while announced as waiting must not be handed the lock for a
+/// whole lease: its client no longer listens, so the grant goes to the next waiter, or
+/// nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_client_is_gone_is_not_granted_the_lock() {
+    let server = RedisServer::start();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let lock = client.lock("grants").unwrap();
+    let holder = Owner::random();
+
+    // Alone in the queue: the release leaves the lock free and the queue empty.
+    lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    announce(&lock, "gone", "crashed-1:gone", 10_000).await;
+    lock.release(&holder).await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
+
+    // Ahead of a live waiter of this client: the live one gets it, by grant.
+    lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    announce(&lock, "gone", "crashed-2:gone", 10_000).await;
+    let (next, waiting) = live_waiter(&lock, 1).await;
+    lock.release(&holder).await.unwrap();
+    let gone = Owner::from_token("gone").unwrap();
+    assert_eq!(lock.hold_count(&gone).await.unwrap(), 0);
+    let hold = waiting.await.unwrap().unwrap();
+    assert_eq!(hold.hold_count(), 1);
+    assert!(lock.is_held_by(&next).await.unwrap());
+    assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
+}
