@@ -12,7 +12,10 @@
 //!   client that took it (its watchdog cannot tell that release from a loss).
 //! - **Reentrancy** in both modes, with hold counts; the writer may also read (downgrade); a
 //!   reader asking to write fails at once with [`Error::UpgradeNotAllowed`] instead of hanging.
-//! - **Writers are not starved**: once a writer waits, new readers queue behind it.
+//! - **Writers are not starved**: once a writer waits, new readers queue behind it. Readers
+//!   that waited through a write have a turn before the next writer; the turn lasts until the
+//!   last of them is in, at most four re-check intervals (1 s by default), and a reader that
+//!   arrives during it may join it.
 //! - **Leases**: a hold without a lease is renewed by one watchdog task per client (every
 //!   lease/3, batched); a hold the watchdog finds gone is reported lost. Each reader's share has
 //!   its own lease.
