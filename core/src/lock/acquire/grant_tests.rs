@@ -73,6 +73,13 @@ async fn announce(lock: &Lock, token: &str, waiter: &str, announce_ms: u64) {
     announcement.disarm();
 }
 
+/// `owner` takes `lock` at once, for 10 s.
+async fn hold_now(lock: &Lock, owner: &Owner) {
+    lock.acquire(owner, Some(Duration::ZERO), Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+}
+
 /// A waiter of this client acquiring `lock` in a task, returned once Redis shows it queued
 /// behind `ahead` other waiting writers.
 async fn live_waiter(lock: &Lock, ahead: u64) -> (Owner, tokio::task::JoinHandle<Result<Hold>>) {
@@ -93,9 +100,7 @@ async fn a_grant_is_claimed_once_and_given_back_by_a_waiter_that_left() {
     let fixture = Fixture::new("grants").await;
     let (server, lock) = (&fixture.server, fixture.lock.clone());
     let holder = Owner::random();
-    lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
-        .await
-        .unwrap();
+    hold_now(&lock, &holder).await;
 
     // Two waiters (of a live process that will not take their grants) queue in this order.
     let (x, y) = (
@@ -143,9 +148,7 @@ async fn a_granted_waiter_that_left_passes_the_lock_to_the_next() {
     let fixture = Fixture::new("grants").await;
     let lock = fixture.lock.clone();
     let holder = Owner::random();
-    lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
-        .await
-        .unwrap();
+    hold_now(&lock, &holder).await;
     announce(&lock, "gone", "gone-1:gone", 10_000).await;
     // A live waiter of this client queues behind it.
     let (next, waiting) = live_waiter(&lock, 1).await;
@@ -163,9 +166,7 @@ async fn a_waiter_whose_announcement_ran_out_is_not_granted_the_lock() {
     let fixture = Fixture::new("grants").await;
     let (server, lock) = (&fixture.server, fixture.lock.clone());
     let holder = Owner::random();
-    lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
-        .await
-        .unwrap();
+    hold_now(&lock, &holder).await;
     announce(&lock, "gone", "gone-1:gone", 20).await;
     assert_eq!(lock.inspect().await.unwrap().waiting_writers, 1);
     tokio::time::sleep(Duration::from_millis(60)).await;
@@ -222,12 +223,8 @@ async fn a_queue_of_run_out_announcements_does_not_hold_back_a_newcomer() {
 async fn the_first_reader_out_does_not_end_the_readers_turn_with_a_grant() {
     let fixture = Fixture::new("turn").await;
     let (write, read) = (fixture.lock.clone(), fixture.read_view());
-    let lease = Some(Duration::from_secs(10));
     let holder = Owner::random();
-    write
-        .acquire(&holder, Some(Duration::ZERO), lease)
-        .await
-        .unwrap();
+    hold_now(&write, &holder).await;
     announce(&read, "r1", "gone-1:r1", 10_000).await;
     announce(&read, "r2", "gone-2:r2", 10_000).await;
     announce(&write, "w", "gone-3:w", 10_000).await;
@@ -236,17 +233,13 @@ async fn the_first_reader_out_does_not_end_the_readers_turn_with_a_grant() {
 
     // The writer's release gives the readers that waited their turn.
     write.release(&holder).await.unwrap();
-    read.acquire(&r1, Some(Duration::ZERO), lease)
-        .await
-        .unwrap();
+    hold_now(&read, &r1).await;
     read.release(&r1).await.unwrap();
     assert_eq!(write.hold_count(&w).await.unwrap(), 0);
     assert!(!write.is_locked().await.unwrap());
 
     // The turn ends with its last reader in; its release grants the lock to the writer.
-    read.acquire(&r2, Some(Duration::ZERO), lease)
-        .await
-        .unwrap();
+    hold_now(&read, &r2).await;
     read.release(&r2).await.unwrap();
     assert_eq!(write.hold_count(&w).await.unwrap(), 1);
 }
@@ -262,18 +255,14 @@ async fn a_waiter_whose_client_is_gone_is_not_granted_the_lock() {
     let holder = Owner::random();
 
     // Alone in the queue: the release leaves the lock free and the queue empty.
-    lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
-        .await
-        .unwrap();
+    hold_now(&lock, &holder).await;
     announce(&lock, "gone", "crashed-1:gone", 10_000).await;
     lock.release(&holder).await.unwrap();
     assert!(!lock.is_locked().await.unwrap());
     assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
 
     // Ahead of a live waiter of this client: the live one gets it, by grant.
-    lock.acquire(&holder, Some(Duration::ZERO), Some(Duration::from_secs(10)))
-        .await
-        .unwrap();
+    hold_now(&lock, &holder).await;
     announce(&lock, "gone", "crashed-2:gone", 10_000).await;
     let (next, waiting) = live_waiter(&lock, 1).await;
     lock.release(&holder).await.unwrap();
