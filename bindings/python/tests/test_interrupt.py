@@ -10,8 +10,11 @@ import time
 
 import redlock_sdk as rl
 
+# Python leaves SIGINT ignored when it starts with it ignored (as in a background job of a
+# non-interactive shell); the child installs the usual Ctrl-C handler itself.
 WAITER = """
-import sys, redlock_sdk as rl
+import signal, sys, redlock_sdk as rl
+signal.signal(signal.SIGINT, signal.default_int_handler)
 client = rl.Client(sys.argv[1], prefix=sys.argv[2])
 print("waiting", flush=True)
 try:
