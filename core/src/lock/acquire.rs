@@ -517,7 +517,8 @@ pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<(
         .arg(lock.mode.as_arg())
         .arg(token)
         .arg(lock.keys.channel())
-        .arg(waiter);
+        .arg(waiter)
+        .arg(lock.announcement_ms());
     let mut connection = lock.client.connection_for_cleanup();
     tidy::<i64>(lock, invocation.invoke_async(&mut connection))
         .await

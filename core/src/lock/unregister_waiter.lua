@@ -1,5 +1,6 @@
 -- A waiter stops waiting (gave up or was cancelled). ARGV: mode, owner token, wake-up channel,
--- waiter id. A lock granted to it meanwhile goes to the next writer; whoever queued behind its
+-- waiter id, readers' turn ms. A lock granted to it meanwhile is handed on as its release would
+-- have: a turn for the readers waiting, else the next writer; whoever queued behind its
 -- announcement is woken when it was the last of its kind.
 --[[helpers]]
 local mode, tok, channel, waiter = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -18,7 +19,11 @@ if mode == 'w' then
         redis.call('ZREM', Z, 'w')
         refresh_ttl()
       end
-      if redis.call('EXISTS', H) == 1 or not grant_next(channel) then
+      if waiting_readers() > 0 then
+        -- As a release of the write would: readers that waited through it have their turn.
+        announce(WR, 'turn', tonumber(ARGV[5]))
+        redis.call('PUBLISH', channel, 'released')
+      elseif redis.call('EXISTS', H) == 1 or not grant_next(channel) then
         redis.call('PUBLISH', channel, 'released')
       end
     end

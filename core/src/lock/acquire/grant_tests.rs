@@ -244,6 +244,32 @@ async fn the_first_reader_out_does_not_end_the_readers_turn_with_a_grant() {
     assert_eq!(write.hold_count(&w).await.unwrap(), 1);
 }
 
+/// A grant given back (its waiter gave up before hearing) is handed on as the write's release
+/// would have been: readers that waited through it have their turn before the next writer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_given_back_while_readers_wait_gives_them_their_turn() {
+    let fixture = Fixture::new("give-back").await;
+    let (write, read) = (fixture.lock.clone(), fixture.read_view());
+    let holder = Owner::random();
+    hold_now(&write, &holder).await;
+    announce(&write, "x", "gone-1:x", 10_000).await;
+    announce(&write, "y", "gone-2:y", 10_000).await;
+    let owner = |token: &str| Owner::from_token(token).unwrap();
+    let (x, y, r) = (owner("x"), owner("y"), owner("r"));
+
+    // Granted to x, which has not heard yet; a reader comes and waits behind it.
+    write.release(&holder).await.unwrap();
+    assert_eq!(write.hold_count(&x).await.unwrap(), 1);
+    announce(&read, "r", "gone-3:r", 10_000).await;
+
+    // x gives up: the reader's turn, not y's grant.
+    withdraw(&write, "x", "gone-1:x").await.unwrap();
+    assert_eq!(write.hold_count(&y).await.unwrap(), 0);
+    hold_now(&read, &r).await;
+    read.release(&r).await.unwrap();
+    assert_eq!(write.hold_count(&y).await.unwrap(), 1);
+}
+
 /// A process that crashed while announced as waiting must not be handed the lock for a
 /// whole lease: its client no longer listens, so the grant goes to the next waiter, or
 /// nobody.
