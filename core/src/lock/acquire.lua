@@ -57,10 +57,6 @@ local function conflict()
   return retry_after()
 end
 
-local function readers_turn()
-  return waiters >= 2 and redis.call('ZSCORE', WR, 'turn') ~= false
-end
-
 local state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok, 'wg')
 local writer, readers, my_read, granted = state[1], state[2], state[3], state[4]
 

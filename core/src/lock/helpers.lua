@@ -102,6 +102,11 @@ local function waiting_readers()
   return n
 end
 
+-- Whether readers have their turn (WR holds the 'turn' marker).
+local function readers_turn()
+  return waiters >= 2 and redis.call('ZSCORE', WR, 'turn') ~= false
+end
+
 -- A reader stops waiting; the readers' turn ends with the last of them.
 local function reader_done(tok)
   if waiters < 2 then return end

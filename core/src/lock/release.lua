@@ -47,7 +47,7 @@ local left = redis.call('HINCRBY', H, count_field, -1)
 if left > 0 then return left end
 
 local readers_left = 0
-local readers_turn = false
+local turn = false -- a readers' turn is on: no grant
 if mode == 'w' then
   if redis.call('EXISTS', Z) == 0 then
     redis.call('DEL', H) -- a lone writer: no readers without Z
@@ -59,7 +59,7 @@ if mode == 'w' then
   -- Readers that waited through this write get their turn before the next writer.
   if waiting_readers() > 0 then
     announce(WR, 'turn', tonumber(ARGV[4]))
-    readers_turn = true
+    turn = true
   end
 else
   redis.call('HDEL', H, count_field, 'rf:' .. tok, 'rm:' .. tok)
@@ -74,10 +74,8 @@ if readers_left <= 0 and waiters > 0 then
   local free = redis.call('EXISTS', H) == 0
   -- The last reader out does not cut short a readers' turn that some of its readers have not
   -- used yet (woken with the others, they are on their way): the grant waits for its end.
-  if free and mode ~= 'w' and waiters >= 2 then
-    readers_turn = redis.call('ZSCORE', WR, 'turn') ~= false and waiting_readers() > 0
-  end
-  if readers_turn or not free or not grant_next(channel) then
+  if free and mode ~= 'w' then turn = readers_turn() and waiting_readers() > 0 end
+  if turn or not free or not grant_next(channel) then
     redis.call('PUBLISH', channel, 'released')
   end
 end

@@ -19,11 +19,10 @@ if mode == 'w' then
         redis.call('ZREM', Z, 'w')
         refresh_ttl()
       end
-      if waiting_readers() > 0 then
-        -- As a release of the write would: readers that waited through it have their turn.
-        announce(WR, 'turn', tonumber(ARGV[5]))
-        redis.call('PUBLISH', channel, 'released')
-      elseif redis.call('EXISTS', H) == 1 or not grant_next(channel) then
+      -- As a release of the write would: readers that waited through it have their turn.
+      local turn = waiting_readers() > 0
+      if turn then announce(WR, 'turn', tonumber(ARGV[5])) end
+      if turn or redis.call('EXISTS', H) == 1 or not grant_next(channel) then
         redis.call('PUBLISH', channel, 'released')
       end
     end

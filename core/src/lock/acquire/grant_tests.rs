@@ -62,7 +62,7 @@ fn announced_attempt<'a>(owner: &'a Owner, waiter: &'a str) -> AttemptArgs<'a> {
 /// An attempt of `waiter` (owner `token`) that finds the lock held and announces it, made
 /// as by a process that then never looks again.
 async fn announce(lock: &Lock, token: &str, waiter: &str, announce_ms: u64) {
-    let owner = Owner::from_token(token).unwrap();
+    let owner = owner(token);
     let mut announcement = Announcement::new(lock, &owner, waiter);
     let args = AttemptArgs {
         announce_ms,
@@ -71,6 +71,11 @@ async fn announce(lock: &Lock, token: &str, waiter: &str, announce_ms: u64) {
     let attempt = lock.attempt(&args, &mut announcement).await.unwrap();
     assert!(matches!(attempt, Attempt::Busy { .. }));
     announcement.disarm();
+}
+
+/// The owner of `token`.
+fn owner(token: &str) -> Owner {
+    Owner::from_token(token).unwrap()
 }
 
 /// `owner` takes `lock` at once, for 10 s.
@@ -103,10 +108,7 @@ async fn a_grant_is_claimed_once_and_given_back_by_a_waiter_that_left() {
     hold_now(&lock, &holder).await;
 
     // Two waiters (of a live process that will not take their grants) queue in this order.
-    let (x, y) = (
-        Owner::from_token("x").unwrap(),
-        Owner::from_token("y").unwrap(),
-    );
+    let (x, y) = (owner("x"), owner("y"));
     announce(&lock, "x", "gone-1:x", 10_000).await;
     announce(&lock, "y", "gone-2:y", 10_000).await;
     assert_eq!(lock.inspect().await.unwrap().waiting_writers, 2);
@@ -153,7 +155,7 @@ async fn a_granted_waiter_that_left_passes_the_lock_to_the_next() {
     // A live waiter of this client queues behind it.
     let (next, waiting) = live_waiter(&lock, 1).await;
     lock.release(&holder).await.unwrap();
-    let gone = Owner::from_token("gone").unwrap();
+    let gone = owner("gone");
     assert_eq!(lock.hold_count(&gone).await.unwrap(), 1);
     withdraw(&lock, "gone", "gone-1:gone").await.unwrap();
     let hold = waiting.await.unwrap().unwrap();
@@ -228,7 +230,6 @@ async fn the_first_reader_out_does_not_end_the_readers_turn_with_a_grant() {
     announce(&read, "r1", "gone-1:r1", 10_000).await;
     announce(&read, "r2", "gone-2:r2", 10_000).await;
     announce(&write, "w", "gone-3:w", 10_000).await;
-    let owner = |token: &str| Owner::from_token(token).unwrap();
     let (r1, r2, w) = (owner("r1"), owner("r2"), owner("w"));
 
     // The writer's release gives the readers that waited their turn.
@@ -254,7 +255,6 @@ async fn a_grant_given_back_while_readers_wait_gives_them_their_turn() {
     hold_now(&write, &holder).await;
     announce(&write, "x", "gone-1:x", 10_000).await;
     announce(&write, "y", "gone-2:y", 10_000).await;
-    let owner = |token: &str| Owner::from_token(token).unwrap();
     let (x, y, r) = (owner("x"), owner("y"), owner("r"));
 
     // Granted to x, which has not heard yet; a reader comes and waits behind it.
@@ -292,7 +292,7 @@ async fn a_waiter_whose_client_is_gone_is_not_granted_the_lock() {
     announce(&lock, "gone", "crashed-2:gone", 10_000).await;
     let (next, waiting) = live_waiter(&lock, 1).await;
     lock.release(&holder).await.unwrap();
-    let gone = Owner::from_token("gone").unwrap();
+    let gone = owner("gone");
     assert_eq!(lock.hold_count(&gone).await.unwrap(), 0);
     let hold = waiting.await.unwrap().unwrap();
     assert_eq!(hold.hold_count(), 1);
