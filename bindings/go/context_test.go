@@ -185,3 +185,31 @@ func TestCancellingTheContextEndsAConnect(t *testing.T) {
 		t.Fatalf("the connect ended %v after it started, long after its context", took)
 	}
 }
+
+// A deferred Release with the request's context must free the lock even when that context
+// ended during the critical section: a cancelled request must not leave its lock held (the
+// watchdog would keep it until the process exits).
+func TestAReleaseRunsAfterItsContextEnded(t *testing.T) {
+	c := connect(t)
+	lock := mustLock(t, c, uniqueName(t))
+	owner := NewOwner()
+	for _, viaHold := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(bg)
+		hold, err := lock.Acquire(ctx, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if viaHold {
+			err = hold.Release(ctx)
+		} else {
+			_, err = lock.Release(ctx, owner)
+		}
+		if err != nil {
+			t.Fatalf("release (via hold: %v) after the context ended: %v", viaHold, err)
+		}
+		if held, err := lock.IsLocked(bg); err != nil || held {
+			t.Fatalf("still locked after the release (via hold: %v): %v %v", viaHold, held, err)
+		}
+	}
+}

@@ -34,11 +34,8 @@ func (h *Hold) Lock() *Lock { return h.lock }
 
 // Release releases this hold. A second Release of the same Hold is ErrNotHeld and changes
 // nothing (the owner's other, reentrant holds stay). ErrLockLost when the watchdog kept the hold
-// and Redis no longer has it.
+// and Redis no longer has it. It runs even when ctx has ended (see Lock.Release).
 func (h *Hold) Release(ctx context.Context) error {
-	if err := checkContext(ctx, "release"); err != nil {
-		return err
-	}
 	if !h.released.CompareAndSwap(false, true) {
 		return &Error{Op: "release", Kind: ErrNotHeld, Message: "this hold was already released"}
 	}

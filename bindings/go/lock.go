@@ -198,12 +198,13 @@ func (l *Lock) key(owner *Owner) lostKey { return lostKey{l.name, l.mode, owner.
 // taken by another instance) and returns how many holds the owner still has in this view.
 // ErrNotHeld when the owner does not hold it (nothing changes); ErrLockLost when this client's
 // watchdog kept it and Redis no longer has it.
+//
+// A release runs even when ctx has already ended: `defer hold.Release(ctx)` with a request's
+// context must not leave the lock held (the watchdog would keep it) because the request was
+// cancelled. A release cannot be stopped halfway anyway; the client's command timeout bounds it.
 func (l *Lock) Release(ctx context.Context, owner *Owner) (remaining int, err error) {
 	if owner == nil {
 		return 0, &Error{Op: "release", Kind: ErrInvalidArgument, Message: "owner must not be nil"}
-	}
-	if err := checkContext(ctx, "release"); err != nil {
-		return 0, err
 	}
 	var left C.uint32_t
 	err = call("release", func(e *C.rl_error) C.rl_status { return C.rl_lock_release(l.h, owner.h, &left, e) })
