@@ -302,8 +302,9 @@ impl ClientInner {
         .await
     }
 
-    /// The command connection, for tidying up even after close.
-    pub(crate) fn connection_for_cleanup(&self) -> ConnectionManager {
+    /// The command connection itself, with no timeout or closed check: for a call that keeps
+    /// its own timeout, and for tidying up even after close.
+    pub(crate) fn command_connection(&self) -> ConnectionManager {
         self.connection.clone()
     }
 

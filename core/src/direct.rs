@@ -8,7 +8,7 @@
 //! Waiting, the watchdog and pub/sub stay on the async side.
 //!
 //! Guarantees: at most [`MAX_IDLE`] idle connections are kept; a connection that saw an I/O
-//! error or a timeout is dropped (a late reply must never be read as the next call's); every
+//! error or a timeout is never reused (a late reply must never be read as the next call's); every
 //! call is bounded by the command timeout like an async one; a signal arriving mid-call does not
 //! fail it (see [`SignalsHeldOff`]).
 
@@ -46,6 +46,16 @@ impl DirectConnections {
         &self,
         call: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T> {
+        self.run_or_hand_over(call, drop)
+    }
+
+    /// [`run`](Self::run), except that a connection whose call timed out goes to `late`
+    /// instead of being dropped: its reply may still come, and only `late` may read it.
+    pub(crate) fn run_or_hand_over<T>(
+        &self,
+        call: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+        late: impl FnOnce(redis::Connection),
+    ) -> Result<T> {
         let _signals = SignalsHeldOff::new();
         let idle = self.idle.lock().unwrap().pop();
         let mut connection = match idle {
@@ -57,10 +67,13 @@ impl DirectConnections {
                 self.give_back(connection);
                 Ok(value)
             }
-            Err(err) if err.is_timeout() => Err(Error::Connection(format!(
-                "Redis did not answer within {:?}",
-                self.command_timeout
-            ))),
+            Err(err) if err.is_timeout() => {
+                late(connection);
+                Err(Error::Connection(format!(
+                    "Redis did not answer within {:?}",
+                    self.command_timeout
+                )))
+            }
             Err(err) => {
                 // A reply error leaves the connection in step; anything else may not.
                 if !(err.is_io_error() || err.is_connection_dropped()) {

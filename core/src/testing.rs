@@ -114,36 +114,27 @@ impl RedisServer {
     }
 
     fn try_command(&self, args: &[&str]) -> std::io::Result<String> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
-        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-        let mut request = Vec::new();
-        if let Some(p) = &self.password {
-            request.extend(resp(&["AUTH", p]));
-        }
-        request.extend(resp(args));
-        stream.write_all(&request)?;
-        let mut reply = Vec::new();
-        let mut buf = [0u8; 65536];
-        let expected = if self.password.is_some() { 2 } else { 1 };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            let n = stream.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            reply.extend_from_slice(&buf[..n]);
-            if complete_replies(&reply) >= expected {
-                break;
-            }
-        }
-        let text = String::from_utf8_lossy(&reply).into_owned();
-        Ok(if self.password.is_some() {
-            text.split_once("\r\n")
-                .map(|(_, rest)| rest.to_owned())
-                .unwrap_or(text)
-        } else {
-            text
-        })
+        command_on(self.port, self.password.as_deref(), args)
+    }
+
+    /// Keeps the server busy for `duration` (a script that spins, sent from another thread), so
+    /// every client's commands wait behind it as behind a slow command; returns once it has
+    /// started (about 100 ms).
+    /// Commands already sent are then read and run when it ends, whatever their senders did
+    /// meanwhile (unlike `CLIENT PAUSE`, where a client that disconnects drops what it sent).
+    pub fn stall(&self, duration: Duration) -> std::thread::JoinHandle<()> {
+        const SPIN: &str = "local function us() local t = redis.call('TIME') \
+            return t[1] * 1000000 + t[2] end \
+            local stop = us() + tonumber(ARGV[1]) * 1000 while us() < stop do end return 1";
+        let (port, password) = (self.port, self.password.clone());
+        let millis = duration.as_millis().to_string();
+        let stall = std::thread::spawn(move || {
+            command_on(port, password.as_deref(), &["EVAL", SPIN, "0", &millis])
+                .expect("the stalling script");
+        });
+        // Redis can be asked nothing while the script runs: give it a moment to start.
+        std::thread::sleep(Duration::from_millis(100));
+        stall
     }
 
     /// The number of keys in database 0.
@@ -244,6 +235,40 @@ impl Drop for RedisServer {
 }
 
 /// A loopback port nobody listens on right now.
+/// Runs one command (plain RESP) on a fresh connection; the raw reply text.
+fn command_on(port: u16, password: Option<&str>, args: &[&str]) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut request = Vec::new();
+    if let Some(p) = password {
+        request.extend(resp(&["AUTH", p]));
+    }
+    request.extend(resp(args));
+    stream.write_all(&request)?;
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 65536];
+    let expected = if password.is_some() { 2 } else { 1 };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        reply.extend_from_slice(&buf[..n]);
+        if complete_replies(&reply) >= expected {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    Ok(if password.is_some() {
+        text.split_once("\r\n")
+            .map(|(_, rest)| rest.to_owned())
+            .unwrap_or(text)
+    } else {
+        text
+    })
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

@@ -213,3 +213,42 @@ fn a_connect_to_a_server_that_never_answers_is_cancelled_from_another_thread() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_direct_attempt_that_timed_out_is_undone_when_redis_runs_it_late() {
+    let server = RedisServer::start();
+    let client = Client::from_builder(
+        redlock_core::Client::builder(server.url()).command_timeout(Duration::from_millis(300)),
+    )
+    .unwrap();
+    let lock = client.lock("direct-late-attempt").unwrap();
+    let me = Owner::random();
+    // A direct connection is open before Redis stalls (a first one would wait in its handshake).
+    lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
+    assert_eq!(lock.release(&me).unwrap(), 0);
+    let stall = server.stall(Duration::from_millis(1000));
+    let started = Instant::now();
+    let result = lock.acquire(&me, Some(Duration::ZERO), None);
+    assert!(matches!(result, Err(Error::Connection(_))), "{result:?}");
+    assert!(started.elapsed() < Duration::from_millis(900));
+    stall.join().unwrap();
+    thread::sleep(Duration::from_millis(300));
+    // Redis ran the attempt once it resumed; its caller heard `Connection`, so it is undone.
+    assert!(
+        !lock.is_locked().unwrap(),
+        "the late acquisition is released"
+    );
+    let hold = lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
+    assert_eq!(hold.hold_count(), 1);
+
+    // A held lock: the late attempt of a waiting acquire announces a waiter, which is withdrawn.
+    let other = Owner::random();
+    let stall = server.stall(Duration::from_millis(1000));
+    let result = lock.acquire(&other, Some(Duration::from_secs(10)), None);
+    assert!(matches!(result, Err(Error::Connection(_))), "{result:?}");
+    stall.join().unwrap();
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(lock.inspect().unwrap().waiting_writers, 0, "withdrawn");
+    assert_eq!(lock.release(&me).unwrap(), 0);
+    assert!(!lock.is_locked().unwrap(), "nobody to grant it to");
+}

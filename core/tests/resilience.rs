@@ -175,3 +175,58 @@ async fn tls_connections_with_rediss_urls() {
     lock.release(&owner).await.unwrap();
     assert!(waiting.await.unwrap().is_ok());
 }
+
+/// An attempt that times out is still on the wire: Redis runs it once it is free again. The
+/// caller was told `Connection`, so what the late attempt did must be undone — a hold it took,
+/// or a waiter it announced (which a release would otherwise grant the lock to).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_that_timed_out_is_undone_when_redis_runs_it_late() {
+    let server = RedisServer::start();
+    let client = builder(&server)
+        .command_timeout(ms(300))
+        .connect()
+        .await
+        .unwrap();
+    let holder = connect(&server).await;
+    let lock = client.lock("late attempt").unwrap();
+    let held = holder.lock("late attempt").unwrap();
+    let (me, other) = (Owner::random(), Owner::random());
+    // Connected, and the script loaded (a first EVALSHA would fail late with NOSCRIPT).
+    lock.acquire(&me, NOW, None).await.unwrap();
+    assert_eq!(lock.release(&me).await.unwrap(), 0);
+
+    // A free lock: the late attempt takes it.
+    let stall = server.stall(ms(1000));
+    let started = Instant::now();
+    let err = lock.acquire(&me, NOW, None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(started.elapsed() < ms(900), "the command timeout bounds it");
+    stall.join().unwrap();
+    tokio::time::sleep(ms(300)).await;
+    assert!(
+        !lock.is_locked().await.unwrap(),
+        "the late acquisition is released"
+    );
+    assert_eq!(client.watched_holds(), 0);
+
+    // A held lock: the late attempt announces a waiter.
+    held.acquire(&other, NOW, Some(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let stall = server.stall(ms(1000));
+    let err = lock
+        .acquire(&me, Some(Duration::from_secs(10)), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    stall.join().unwrap();
+    tokio::time::sleep(ms(300)).await;
+    assert_eq!(
+        lock.inspect().await.unwrap().waiting_writers,
+        0,
+        "withdrawn"
+    );
+    assert_eq!(held.release(&other).await.unwrap(), 0);
+    assert!(!lock.is_locked().await.unwrap(), "nobody to grant it to");
+    assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
+}

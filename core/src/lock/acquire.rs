@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::in_flight::{AttemptCall, InFlightAttempt};
+use super::in_flight::{AttemptCall, InFlightAttempt, Undo, undo_late_direct};
 use super::{
     AcquireOptions, Attempt, AttemptReply, Hold, LocalLock, Lock, Mode, NO_HANDOFF,
     scripts::SCRIPTS, validate_lease,
@@ -294,7 +294,7 @@ impl Lock {
     }
 
     /// [`Lock::attempt`] on the calling thread's own connection. Nothing to undo on
-    /// cancellation: the caller's thread is blocked until the reply is in.
+    /// cancellation: the caller's thread is blocked until the reply is in or times out.
     fn attempt_direct(
         &self,
         args: &AttemptArgs<'_>,
@@ -307,8 +307,15 @@ impl Lock {
             args.announce_ms,
             args.waiter,
         );
-        let reply =
-            (self.client.direct).run(|c| super::calls::eval_sync(c, &SCRIPTS.acquire, &call))?;
+        let reply = self.client.direct.run_or_hand_over(
+            |c| super::calls::eval_sync(c, &SCRIPTS.acquire, &call),
+            // Timed out: Redis may still run it; its caller hears `Connection`, so it is undone.
+            |late| {
+                let token = args.owner.token();
+                let undo = Undo::new(self, token, args.waiter, args.announce_ms, args.lease_ms);
+                undo_late_direct(late, undo, args.meta.to_owned());
+            },
+        )?;
         Self::attempted(args, reply, announcement)
     }
 
@@ -519,7 +526,7 @@ pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<(
         .arg(lock.keys.channel())
         .arg(waiter)
         .arg(lock.announcement_ms());
-    let mut connection = lock.client.connection_for_cleanup();
+    let mut connection = lock.client.command_connection();
     tidy::<i64>(lock, invocation.invoke_async(&mut connection))
         .await
         .map(drop)

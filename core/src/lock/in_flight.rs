@@ -7,10 +7,18 @@
 //! acquisition (which takes back exactly the one hold count the attempt added, reentrant or
 //! not), a withdrawal for an announcement. So a cancelled acquire leaves nothing behind in
 //! Redis, as the contract says; only an undo that itself fails leaves a hold, until its lease.
+//!
+//! An attempt that runs into the command timeout is handled the same way: its caller hears
+//! `Connection`, while the call, still on the wire, is awaited in the background (a Redis that
+//! was only slow runs it late) and undone. A blocking caller's direct attempt hands over its
+//! connection for the same purpose ([`undo_late_direct`]).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::time::Sleep;
 
 use super::calls::eval_async;
 use super::scripts::SCRIPTS;
@@ -33,18 +41,70 @@ pub(super) struct AttemptCall {
 /// The reply of one acquire script call; undone in the background if dropped before it.
 pub(super) struct InFlightAttempt {
     call: Option<Call>,
+    /// The command timeout, kept here rather than around the call so the call outlives it.
+    deadline: Pin<Box<Sleep>>,
+    undo: Undo,
+    runtime: tokio::runtime::Handle,
+}
+
+/// What is needed to undo one attempt whose caller did not hear its reply.
+#[derive(Clone)]
+pub(super) struct Undo {
     lock: Lock,
-    owner: Owner,
+    token: String,
     waiter: String,
     announced: bool,
-    runtime: tokio::runtime::Handle,
+    /// How long a late reply is worth awaiting: past the lease a hold it made is gone anyway.
+    patience: Duration,
+}
+
+impl Undo {
+    pub fn new(lock: &Lock, token: &str, waiter: &str, announce_ms: u64, lease_ms: u64) -> Self {
+        // (Bounded, so a connection that never answers nor fails does not keep this forever.)
+        let patience = Duration::from_millis(lease_ms).min(Duration::from_secs(600))
+            + lock.client.config.command_timeout;
+        Undo {
+            lock: lock.clone(),
+            token: token.to_owned(),
+            waiter: waiter.to_owned(),
+            announced: announce_ms > 0,
+            patience,
+        }
+    }
+
+    /// Undoes what the attempt did, once its (late) reply is known.
+    async fn run(self, reply: Reply) {
+        let lock = &self.lock;
+        let undone = match reply {
+            Ok(AttemptReply::Acquired { .. }) => undo_acquisition(lock, &self.token).await,
+            Ok(_) if self.announced => {
+                super::acquire::withdraw(lock, &self.token, &self.waiter).await
+            }
+            Ok(_) => Ok(()),
+            // No reply: nothing is known, and a hold it may have made ends with its lease.
+            Err(e) => Err(e),
+        };
+        if let Err(error) = undone {
+            tracing::warn!(
+                lock = %lock.keys.name,
+                %error,
+                "an acquire attempt its caller gave up on could not be undone; a hold it made \
+                 ends with its lease"
+            );
+        }
+    }
 }
 
 impl InFlightAttempt {
     /// Starts the call (it is sent on the first poll). Must run inside a tokio runtime.
     pub fn start(lock: &Lock, owner: &Owner, args: AttemptCall) -> Self {
-        let announced = args.announce_ms > 0;
-        let waiter = args.waiter.clone();
+        let undo = Undo::new(
+            lock,
+            owner.token(),
+            &args.waiter,
+            args.announce_ms,
+            args.lease_ms,
+        );
         let (script_lock, script_owner) = (lock.clone(), owner.clone());
         let call: Call = Box::pin(async move {
             let call = script_lock.acquire_call(
@@ -54,16 +114,30 @@ impl InFlightAttempt {
                 args.announce_ms,
                 &args.waiter,
             );
-            script_lock.client.eval_cmd(&SCRIPTS.acquire, &call).await
+            script_lock.client.ensure_open()?;
+            let mut connection = script_lock.client.command_connection();
+            Ok(eval_async(&mut connection, &SCRIPTS.acquire, &call).await?)
         });
         InFlightAttempt {
             call: Some(call),
-            lock: lock.clone(),
-            owner: owner.clone(),
-            waiter,
-            announced,
+            deadline: Box::pin(tokio::time::sleep(lock.client.config.command_timeout)),
+            undo,
             runtime: tokio::runtime::Handle::current(),
         }
+    }
+
+    /// Leaves the call to a background task that awaits its reply and undoes what it did.
+    fn abandon(&mut self) {
+        let Some(call) = self.call.take() else {
+            return;
+        };
+        let undo = self.undo.clone();
+        self.runtime.spawn(async move {
+            let reply = tokio::time::timeout(undo.patience, call)
+                .await
+                .unwrap_or_else(|_| Err(Error::Connection("no reply".into())));
+            undo.run(reply).await;
+        });
     }
 }
 
@@ -71,45 +145,69 @@ impl Future for InFlightAttempt {
     type Output = Reply;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
-        let call = self.call.as_mut().expect("polled after completion");
-        let reply = std::task::ready!(call.as_mut().poll(cx));
-        self.call = None;
-        Poll::Ready(reply)
+        let this = &mut *self;
+        let call = this.call.as_mut().expect("polled after completion");
+        if let Poll::Ready(reply) = call.as_mut().poll(cx) {
+            this.call = None;
+            return Poll::Ready(reply);
+        }
+        std::task::ready!(this.deadline.as_mut().poll(cx));
+        this.abandon();
+        Poll::Ready(Err(Error::Connection(format!(
+            "Redis did not answer within {:?}",
+            this.undo.lock.client.config.command_timeout
+        ))))
     }
 }
 
 impl Drop for InFlightAttempt {
     fn drop(&mut self) {
-        let Some(call) = self.call.take() else {
-            return;
-        };
-        let lock = self.lock.clone();
-        let token = self.owner.token().to_owned();
-        let waiter = std::mem::take(&mut self.waiter);
-        let announced = self.announced;
-        self.runtime.spawn(async move {
-            let undone = match call.await {
-                Ok(AttemptReply::Acquired { .. }) => undo_acquisition(&lock, &token).await,
-                Ok(_) if announced => super::acquire::withdraw(&lock, &token, &waiter).await,
-                Ok(_) => Ok(()),
-                // No reply: nothing is known, and a hold it may have made ends with its lease.
-                Err(e) => Err(e),
-            };
-            if let Err(error) = undone {
-                tracing::warn!(
-                    lock = %lock.keys.name,
-                    %error,
-                    "a cancelled acquire could not be undone; a hold it made ends with its lease"
-                );
-            }
-        });
+        self.abandon();
     }
+}
+
+/// Undoes a blocking caller's direct attempt that timed out, whose connection nothing else
+/// uses any more. Its late reply cannot be read there (the sync connection discards a reply
+/// whose read timed out), so the undo goes by what Redis shows once the attempt has surely run
+/// (a PING on the same connection answers after it): a waiter it announced is withdrawn, and a
+/// hold it made is recognised by its metadata (`meta`: host, pid, thread and the acquisition
+/// ms — this very call's) and released once. A re-entry made late is not recognisable that
+/// way (it keeps the first hold's metadata): its count stays until the lease ends.
+pub(super) fn undo_late_direct(mut connection: redis::Connection, undo: Undo, meta: String) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let patience = undo.patience;
+        let ran = tokio::task::spawn_blocking(move || {
+            connection.set_read_timeout(Some(patience))?;
+            redis::cmd("PING").query::<()>(&mut connection)
+        })
+        .await;
+        if !matches!(ran, Ok(Ok(()))) {
+            return; // gone with its connection, or Redis still silent: nothing is known
+        }
+        let lock = &undo.lock;
+        if undo.announced {
+            let _ = super::acquire::withdraw(lock, &undo.token, &undo.waiter).await;
+        }
+        let mine = crate::inspect::HolderMetadata::parse(&meta);
+        let made_here = lock.inspect().await.is_ok_and(|info| {
+            info.holders
+                .iter()
+                .any(|h| h.mode == lock.mode && h.owner_token == undo.token && h.metadata == mine)
+        });
+        if made_here {
+            undo.run(Ok(AttemptReply::Acquired { fence: 0, count: 1 }))
+                .await;
+        }
+    });
 }
 
 /// Releases the one hold count a cancelled attempt added (works after close, like a withdrawal).
 async fn undo_acquisition(lock: &Lock, token: &str) -> Result<()> {
     let call = lock.release_call(token);
-    let mut connection = lock.client.connection_for_cleanup();
+    let mut connection = lock.client.command_connection();
     let undo = eval_async(&mut connection, &SCRIPTS.release, &call);
     let left: i64 = super::acquire::tidy(lock, undo).await?;
     if left >= 0 {
