@@ -245,10 +245,14 @@ impl Client {
 
     /// Stops the watchdog and the waiters (they fail with `Closed`). Holds stay in Redis until
     /// their lease ends, as with Redisson's shutdown; release them first for a clean exit.
+    /// Holds the watchdog kept count as lost from then on ([`Hold::is_lost`](crate::Hold::is_lost),
+    /// [`Hold::lost`](crate::Hold::lost)): nothing renews them (the lock-lost callback is not
+    /// called).
     /// Every later call fails with `Closed`. Closing twice is harmless.
     pub fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.shutdown.cancel();
+        self.inner.watchdog.stop();
         self.inner.direct.clear();
     }
 

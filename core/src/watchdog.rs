@@ -281,6 +281,16 @@ impl Watchdog {
         report_lost(client, &key);
     }
 
+    /// On close: nothing renews the kept holds any more, so each lapses when its lease ends.
+    /// Their lost signals are set (so waits on them end instead of hanging), without the
+    /// lock-lost callback: the user closed the client.
+    pub(crate) fn stop(&self) {
+        let entries = std::mem::take(&mut *self.entries.lock().unwrap());
+        for entry in entries.into_values() {
+            entry.lost.set();
+        }
+    }
+
     /// Marks every tracked hold of one name lost (after this client force-unlocked it).
     pub(crate) fn mark_name_lost(&self, client: &ClientInner, state_key: &str) {
         self.mark_lost_where(client, |key, _| key.keys.state() == state_key);

@@ -167,6 +167,25 @@ async fn closed_client_refuses_everything() {
     assert_eq!(client.lock("other").err(), Some(Error::Closed));
 }
 
+/// Closing stops the watchdog, so a hold it kept will lapse: waiting for its loss must end
+/// rather than hang forever (the C ABI's `rl_hold_wait_lost` with no timeout did).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_client_ends_waits_for_a_kept_hold_to_be_lost() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let lock = client.lock("closed while kept").unwrap();
+    let kept = lock.acquire(&Owner::random(), NOW, None).await.unwrap();
+    let waiting = tokio::spawn(async move {
+        kept.lost().await;
+        kept.is_lost()
+    });
+    tokio::time::sleep(ms(100)).await;
+    client.close();
+    let lost = tokio::time::timeout(ms(5_000), waiting).await;
+    assert!(matches!(lost, Ok(Ok(true))), "{lost:?}");
+    assert_eq!(client.watched_holds(), 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_client_settings_are_invalid() {
     let server = RedisServer::start();
