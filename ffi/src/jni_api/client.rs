@@ -39,7 +39,7 @@ pub extern "system" fn Java_io_redlock_Native_clientConnect<'local>(
     entry(&mut env, 0, |env| {
         let url = strings::required(env, &url, "url")?;
         let mut builder = redlock_core::Client::builder(url);
-        if let Some(prefix) = strings::optional(env, &prefix)? {
+        if let Some(prefix) = strings::optional(env, &prefix, "keyPrefix")? {
             builder = builder.prefix(prefix);
         }
         if lease_millis > 0 {

@@ -86,7 +86,7 @@ pub extern "system" fn Java_io_redlock_Native_acquire<'local>(
         let options = AcquireOptions {
             wait: u64::try_from(wait_nanos).ok().map(Duration::from_nanos),
             lease: (lease_millis > 0).then(|| Duration::from_millis(lease_millis as u64)),
-            label: strings::optional(env, &label)?,
+            label: strings::descriptive(env, &label)?,
         };
         let cancel = if cancel == 0 {
             None

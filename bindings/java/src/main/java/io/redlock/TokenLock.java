@@ -99,7 +99,10 @@ final class TokenLock implements DistributedLock {
   private boolean acquire(long waitNanos, long leaseMillis, boolean interruptible)
       throws InterruptedException {
     String token = owner.get();
-    String label = this.label != null ? this.label : Thread.currentThread().getName();
+    // An unnamed thread (virtual threads are, by default) leaves it to the core: it stores the
+    // OS thread's name or id. An empty label would be refused.
+    String threadName = Thread.currentThread().getName();
+    String label = this.label != null ? this.label : threadName.isEmpty() ? null : threadName;
     long hold;
     try {
       if (interruptible) {

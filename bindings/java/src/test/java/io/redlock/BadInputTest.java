@@ -25,6 +25,42 @@ class BadInputTest extends RedisTestBase {
   }
 
   @Test
+  void unpairedSurrogatesAreRefusedNotReplaced() {
+    RedlockClient client = client();
+    String name = uniqueName();
+    // Decoded lossily, all three would be name + "\uFFFD\uFFFD\uFFFD": one lock for three names.
+    assertThrows(IllegalArgumentException.class, () -> client.getLock(name + "\uD800"));
+    assertThrows(IllegalArgumentException.class, () -> client.getReadWriteLock(name + "\uDC00"));
+    DistributedLock replaced = client.getLock(name + "\uFFFD\uFFFD\uFFFD");
+    assertTrue(replaced.tryLock());
+    replaced.unlock();
+    DistributedLock badToken = client.getLock(uniqueName(), "token\uD800");
+    assertThrows(IllegalArgumentException.class, badToken::tryLock);
+  }
+
+  @Test
+  void aThreadWithAnEmptyNameCanLock() throws Exception {
+    DistributedLock lock = client().getLock(uniqueName());
+    CompletableFuture<Boolean> result = new CompletableFuture<>();
+    Thread unnamed =
+        new Thread(
+            () -> {
+              try {
+                boolean locked = lock.tryLock();
+                if (locked) {
+                  lock.unlock();
+                }
+                result.complete(locked);
+              } catch (Throwable t) {
+                result.completeExceptionally(t);
+              }
+            },
+            "");
+    unnamed.start();
+    assertTrue(result.get(10, TimeUnit.SECONDS));
+  }
+
+  @Test
   void tokensMustBePresent() {
     RedlockClient client = client();
     assertThrows(NullPointerException.class, () -> client.getLock(uniqueName(), null));
