@@ -48,6 +48,47 @@ def test_ctrl_c_ends_a_blocked_acquire(client: rl.Client, redis_server, prefix: 
     assert [h["owner"] for h in info["holders"]] == [lock.token]
 
 
+# Interrupted within the first slice: the native call returns the acquire's ticket and the
+# KeyboardInterrupt is raised before the caller sees it. The lock object lives on afterwards.
+EARLY_WAITER = """
+import signal, sys, time, redlock_sdk as rl
+signal.signal(signal.SIGINT, signal.default_int_handler)
+client = rl.Client(sys.argv[1], prefix=sys.argv[2])
+lock = client.lock("interrupted early")
+print("waiting", flush=True)
+try:
+    lock.acquire()
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+time.sleep(60)
+"""
+
+
+def test_ctrl_c_in_the_first_slice_leaves_no_acquire_running(
+    client: rl.Client, redis_server, prefix: str
+) -> None:
+    lock = client.lock("interrupted early")
+    lock.acquire(lease=30)
+    child = subprocess.Popen(
+        [sys.executable, "-c", EARLY_WAITER, redis_server.url, prefix],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "waiting"
+        time.sleep(0.03)  # inside the acquire's first 0.1 s slice
+        child.send_signal(signal.SIGINT)
+        assert child.stdout.readline().strip() == "interrupted"
+        lock.release()
+        time.sleep(1.0)  # an acquire left running would have taken the lock by now
+        info = client.inspect("interrupted early")
+        assert info["holders"] == []
+        assert info["waiting_writers"] == 0
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_blocked_acquire_lets_other_threads_run(client: rl.Client) -> None:
     lock = client.lock("gil")
     lock.acquire()

@@ -1,7 +1,6 @@
 //! `NativeLock`: one view (read or write) of a lock name, for any owner token.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
@@ -24,7 +23,6 @@ pub struct NativeLock {
     label: Option<String>,
     /// Acquires still waiting after their first slice, until Python takes them by ticket.
     parked: Mutex<HashMap<u64, Arc<PendingAcquire>>>,
-    next_ticket: AtomicU64,
 }
 
 impl NativeLock {
@@ -39,7 +37,6 @@ impl NativeLock {
             holds: Arc::default(),
             label,
             parked: Mutex::default(),
-            next_ticket: AtomicU64::new(1),
         }
     }
 
@@ -74,10 +71,12 @@ impl NativeLock {
     }
 
     /// Acquires for the owner with id `owner_id` ([`NativeOwner::id`]), blocking the calling
-    /// thread (not the GIL) for at most `first_wait` seconds. `0`: the hold is the caller's.
-    /// Otherwise still waiting: the acquire goes on in the background, keeping its place, and
-    /// the number is a ticket for [`NativeLock::take_pending`], whose result waits for it or
-    /// cancels it. (Numbers, not objects, keep the generated Python code's FFI calls few.)
+    /// thread (not the GIL) for at most `first_wait` seconds. `true`: the hold is the caller's.
+    /// `false`: still waiting; the acquire goes on in the background, keeping its place, parked
+    /// under `ticket` for [`NativeLock::take_pending`], whose result waits for it or cancels it.
+    /// The caller picks the ticket (unique per process) before the call, so that a Ctrl-C
+    /// raised as this call returns, before the caller has its result, can still find and
+    /// cancel the parked acquire. (Numbers, not objects, keep the generated FFI calls few.)
     ///
     /// `wait`: seconds, negative = forever, 0 = try once; `lease`: seconds, negative = kept
     /// alive by the watchdog until released. The uncontended case runs on the calling thread
@@ -88,7 +87,8 @@ impl NativeLock {
         wait: f64,
         lease: f64,
         first_wait: f64,
-    ) -> Result<u64, NativeError> {
+        ticket: u64,
+    ) -> Result<bool, NativeError> {
         let first_wait = seconds("first_wait", first_wait)?;
         let owner = NativeOwner::by_id(owner_id)?;
         let (view, owner, options) = self.prepare(&owner, wait, lease)?;
@@ -106,14 +106,13 @@ impl NativeLock {
         match done {
             Ok(Ok(hold)) => {
                 self.holds.record(&hold);
-                Ok(0)
+                Ok(true)
             }
             Ok(Err(err)) => Err(err.into()),
             Err(_still_waiting) => {
                 let pending = PendingAcquire::start(acquiring, view, owner, self.holds.clone());
-                let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
                 self.parked.lock().unwrap().insert(ticket, pending);
-                Ok(ticket)
+                Ok(false)
             }
         }
     }

@@ -6,6 +6,7 @@ timeouts, waits in short slices so that Ctrl-C ends a blocked acquire, and maps 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,6 +23,8 @@ T = TypeVar("T")
 # A blocked acquire returns to Python this often, so that signal handlers (Ctrl-C) run in the
 # main thread. It costs nothing in Redis: the acquire keeps running and keeps its place.
 _SLICE = 0.1
+# Tickets of blocking acquires still waiting after their first slice (unique per process).
+_tickets = itertools.count(1)
 
 
 class Lock:
@@ -89,14 +92,22 @@ class Lock:
         else:
             wait = _args.wait_seconds(blocking, timeout)
             lease_s = _args.lease_seconds(lease)
+        # The ticket is picked first: a Ctrl-C raised as the native call returns (Python runs
+        # signal handlers between bytecodes, here inside the generated wrapper) must still find
+        # an acquire parked under it, or that acquire would take the lock later, for nobody.
+        ticket = next(_tickets)
         try:
-            ticket = self._native.acquire(self._caller().id, wait, lease_s, _SLICE)
+            if self._native.acquire(self._caller().id, wait, lease_s, _SLICE, ticket):
+                return True
         except NativeError.Timeout:
             return False
         except NATIVE_ERRORS as e:
             raise translate(e) from None
-        if ticket == 0:
-            return True
+        except BaseException:
+            parked = self._native.take_pending(ticket)
+            if parked is not None:
+                parked.cancel()
+            raise
         pending = None
         try:
             pending = self._native.take_pending(ticket)
