@@ -320,10 +320,7 @@ impl ClientInner {
         self.ensure_open()?;
         match tokio::time::timeout(self.config.command_timeout, call).await {
             Ok(result) => result.map_err(Error::from),
-            Err(_) => Err(Error::Connection(format!(
-                "Redis did not answer within {:?}",
-                self.config.command_timeout
-            ))),
+            Err(_) => Err(Error::no_answer(self.config.command_timeout)),
         }
     }
 

@@ -69,10 +69,7 @@ impl DirectConnections {
             }
             Err(err) if err.is_timeout() => {
                 late(connection);
-                Err(Error::Connection(format!(
-                    "Redis did not answer within {:?}",
-                    self.command_timeout
-                )))
+                Err(Error::no_answer(self.command_timeout))
             }
             Err(err) => {
                 // A reply error leaves the connection in step; anything else may not.

@@ -74,6 +74,11 @@ impl Error {
     pub(crate) fn invalid(msg: impl fmt::Display) -> Self {
         Error::InvalidArgument(msg.to_string())
     }
+
+    /// Redis did not answer a call within the command timeout.
+    pub(crate) fn no_answer(command_timeout: std::time::Duration) -> Self {
+        Error::Connection(format!("Redis did not answer within {command_timeout:?}"))
+    }
 }
 
 impl From<redis::RedisError> for Error {

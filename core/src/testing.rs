@@ -234,7 +234,6 @@ impl Drop for RedisServer {
     }
 }
 
-/// A loopback port nobody listens on right now.
 /// Runs one command (plain RESP) on a fresh connection; the raw reply text.
 fn command_on(port: u16, password: Option<&str>, args: &[&str]) -> std::io::Result<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
@@ -269,6 +268,7 @@ fn command_on(port: u16, password: Option<&str>, args: &[&str]) -> std::io::Resu
     })
 }
 
+/// A loopback port nobody listens on right now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

@@ -74,19 +74,40 @@ impl Undo {
 
     /// Undoes what the attempt did, once its (late) reply is known.
     async fn run(self, reply: Reply) {
-        let lock = &self.lock;
         let undone = match reply {
-            Ok(AttemptReply::Acquired { .. }) => undo_acquisition(lock, &self.token).await,
-            Ok(_) if self.announced => {
-                super::acquire::withdraw(lock, &self.token, &self.waiter).await
-            }
-            Ok(_) => Ok(()),
+            Ok(AttemptReply::Acquired { .. }) => self.take_back_hold().await,
+            Ok(_) => self.withdraw().await,
             // No reply: nothing is known, and a hold it may have made ends with its lease.
             Err(e) => Err(e),
         };
+        self.report(undone);
+    }
+
+    /// Releases the one hold count the attempt added (works after close, like a withdrawal).
+    async fn take_back_hold(&self) -> Result<()> {
+        let call = self.lock.release_call(&self.token);
+        let mut connection = self.lock.client.command_connection();
+        let undo = eval_async(&mut connection, &SCRIPTS.release, &call);
+        let left: i64 = super::acquire::tidy(&self.lock, undo).await?;
+        if left >= 0 {
+            Ok(())
+        } else {
+            Err(Error::NotHeld)
+        }
+    }
+
+    /// Withdraws the waiter the attempt announced, if it announced one.
+    async fn withdraw(&self) -> Result<()> {
+        if !self.announced {
+            return Ok(());
+        }
+        super::acquire::withdraw(&self.lock, &self.token, &self.waiter).await
+    }
+
+    fn report(&self, undone: Result<()>) {
         if let Err(error) = undone {
             tracing::warn!(
-                lock = %lock.keys.name,
+                lock = %self.lock.keys.name,
                 %error,
                 "an acquire attempt its caller gave up on could not be undone; a hold it made \
                  ends with its lease"
@@ -153,10 +174,9 @@ impl Future for InFlightAttempt {
         }
         std::task::ready!(this.deadline.as_mut().poll(cx));
         this.abandon();
-        Poll::Ready(Err(Error::Connection(format!(
-            "Redis did not answer within {:?}",
-            this.undo.lock.client.config.command_timeout
-        ))))
+        Poll::Ready(Err(Error::no_answer(
+            this.undo.lock.client.config.command_timeout,
+        )))
     }
 }
 
@@ -187,10 +207,8 @@ pub(super) fn undo_late_direct(mut connection: redis::Connection, undo: Undo, me
         if !matches!(ran, Ok(Ok(()))) {
             return; // gone with its connection, or Redis still silent: nothing is known
         }
+        undo.report(undo.withdraw().await);
         let lock = &undo.lock;
-        if undo.announced {
-            let _ = super::acquire::withdraw(lock, &undo.token, &undo.waiter).await;
-        }
         let mine = crate::inspect::HolderMetadata::parse(&meta);
         let made_here = lock.inspect().await.is_ok_and(|info| {
             info.holders
@@ -198,21 +216,7 @@ pub(super) fn undo_late_direct(mut connection: redis::Connection, undo: Undo, me
                 .any(|h| h.mode == lock.mode && h.owner_token == undo.token && h.metadata == mine)
         });
         if made_here {
-            undo.run(Ok(AttemptReply::Acquired { fence: 0, count: 1 }))
-                .await;
+            undo.report(undo.take_back_hold().await);
         }
     });
-}
-
-/// Releases the one hold count a cancelled attempt added (works after close, like a withdrawal).
-async fn undo_acquisition(lock: &Lock, token: &str) -> Result<()> {
-    let call = lock.release_call(token);
-    let mut connection = lock.client.command_connection();
-    let undo = eval_async(&mut connection, &SCRIPTS.release, &call);
-    let left: i64 = super::acquire::tidy(lock, undo).await?;
-    if left >= 0 {
-        Ok(())
-    } else {
-        Err(Error::NotHeld)
-    }
 }
