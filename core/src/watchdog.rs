@@ -27,7 +27,9 @@ pub(crate) const BATCH: usize = 500;
 /// is forgotten past this many (a caller that never releases a lost hold must not grow memory).
 const LOST_REMEMBERED: usize = 10_000;
 
-/// One kept hold: a name (by its state key), a mode and an owner. Cheap to clone.
+/// Whose hold is kept: a name (by its state key), a mode and an owner. Cheap to clone. Redis
+/// keeps one hold per key (re-entries count in it); which one, its fencing token says: a hold
+/// taken after the owner's last release gets a new, larger one.
 #[derive(Clone)]
 pub(crate) struct WatchKey {
     keys: Arc<LockKeys>,
@@ -57,6 +59,12 @@ struct WatchEntry {
     lost: Arc<LostSignal>,
     /// Also names this tracking (its id).
     renewal: Renewal,
+    /// The fencing token of the hold kept. Calls of one owner may finish in another order than
+    /// Redis ran them: a release forgets only the hold it ended, not a newer one.
+    fence: u64,
+    /// Releases of this hold under way. A renewal that finds the hold gone meanwhile does not
+    /// call it lost: the release may be what ended it, and its reply says.
+    releasing: u32,
 }
 
 /// What a renewal sends for one hold, in one allocation: the state key, then the owner token. At 100 000 holds, building a tick's calls is mostly waiting for memory: one cache
@@ -188,30 +196,68 @@ impl WatchKey {
 }
 
 impl Watchdog {
-    /// Starts tracking a hold (or joins its existing tracking); returns its lost signal.
-    pub(crate) fn track(&self, key: WatchKey) -> Arc<LostSignal> {
+    /// Starts keeping the hold with this fencing token (or joins its tracking: a re-entry);
+    /// returns its lost signal. A tracked older hold of the key is gone from Redis (this one
+    /// could not be taken otherwise), so this one takes its place; a hold older than the tracked
+    /// one is already gone, and is not kept.
+    pub(crate) fn track(&self, key: WatchKey, fence: u64) -> Arc<LostSignal> {
         // A new hold of the same owner is not the lost one.
         self.lost.lock().unwrap().take(&key);
         let mut entries = self.entries.lock().unwrap();
-        let entry = match entries.entry(key) {
-            Entry::Occupied(tracked) => tracked.into_mut(),
-            Entry::Vacant(new) => {
-                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-                let renewal = Renewal::new(new.key(), id);
-                new.insert(WatchEntry {
-                    lost: Arc::default(),
-                    renewal,
-                })
-            }
+        let new_entry = |key: &WatchKey| WatchEntry {
+            lost: Arc::default(),
+            renewal: Renewal::new(key, self.next_id.fetch_add(1, Ordering::Relaxed)),
+            fence,
+            releasing: 0,
         };
-        entry.lost.clone()
+        match entries.entry(key) {
+            Entry::Occupied(mut tracked) => {
+                if tracked.get().fence < fence {
+                    let entry = new_entry(tracked.key());
+                    tracked.insert(entry);
+                } else if tracked.get().fence > fence {
+                    return Arc::default();
+                }
+                tracked.get().lost.clone()
+            }
+            Entry::Vacant(new) => {
+                let entry = new_entry(new.key());
+                new.insert(entry).lost.clone()
+            }
+        }
     }
 
-    /// Stops tracking; returns whether the hold was tracked. `key` is only made when
-    /// something is tracked at all.
-    pub(crate) fn forget(&self, key: impl FnOnce() -> WatchKey) -> bool {
+    /// A release ended the hold with this fencing token: stops keeping it (or an older one
+    /// still tracked), not a newer hold of the key. Returns whether one was tracked. `key` is
+    /// only made when something is tracked at all.
+    pub(crate) fn forget(&self, key: impl FnOnce() -> WatchKey, fence: u64) -> bool {
         let mut entries = self.entries.lock().unwrap();
-        !entries.is_empty() && entries.remove(&key()).is_some()
+        if entries.is_empty() {
+            return false;
+        }
+        let key = key();
+        if entries.get(&key).is_some_and(|entry| entry.fence <= fence) {
+            entries.remove(&key);
+            return true;
+        }
+        false
+    }
+
+    /// Marks the tracked hold of `key`, if any, as being released until the guard is dropped.
+    pub(crate) fn releasing(&self, key: impl FnOnce() -> WatchKey) -> Releasing<'_> {
+        let mut entries = self.entries.lock().unwrap();
+        let mut tracked = None;
+        if !entries.is_empty() {
+            let key = key();
+            if let Some(entry) = entries.get_mut(&key) {
+                entry.releasing += 1;
+                tracked = Some((key, entry.renewal.id));
+            }
+        }
+        Releasing {
+            watchdog: self,
+            tracked,
+        }
     }
 
     /// Holds currently kept alive.
@@ -227,8 +273,16 @@ impl Watchdog {
     /// Marks the tracked holds with these ids lost (an id names one tracking: a hold released
     /// and taken again since the snapshot is not it) and reports them. One pass over all
     /// entries, so even losing every hold at once (a flushed server) costs one pass per tick.
+    /// A hold being released is left to its release.
     fn mark_lost(&self, client: &ClientInner, ids: &HashSet<u64>) {
-        self.mark_lost_where(client, |_, entry| ids.contains(&entry.renewal.id));
+        for (key, entry) in self.take_renewals_gone(ids) {
+            self.lost(client, key, entry);
+        }
+    }
+
+    /// Takes the holds a renewal found gone out of tracking (see `mark_lost`).
+    fn take_renewals_gone(&self, ids: &HashSet<u64>) -> Vec<(WatchKey, WatchEntry)> {
+        self.take_where(|_, entry| entry.releasing == 0 && ids.contains(&entry.renewal.id))
     }
 
     /// Takes every tracked hold that `matches` out of tracking and reports it lost.
@@ -237,26 +291,38 @@ impl Watchdog {
         client: &ClientInner,
         matches: impl Fn(&WatchKey, &WatchEntry) -> bool,
     ) {
-        let lost: Vec<(WatchKey, WatchEntry)> = {
-            let mut entries = self.entries.lock().unwrap();
-            let keys: Vec<WatchKey> = entries
-                .iter()
-                .filter(|(key, entry)| matches(key, entry))
-                .map(|(key, _)| key.clone())
-                .collect();
-            keys.into_iter()
-                .filter_map(|key| entries.remove(&key).map(|entry| (key, entry)))
-                .collect()
-        };
-        for (key, entry) in lost {
+        for (key, entry) in self.take_where(matches) {
             self.lost(client, key, entry);
         }
     }
 
-    /// A release or extend found no hold: was it a hold this client kept and has lost (now or
-    /// earlier, as the watchdog or a force unlock found)? Reports it lost if not reported yet.
-    pub(crate) fn take_lost(&self, client: &ClientInner, key: &WatchKey) -> bool {
-        let tracked = self.entries.lock().unwrap().remove(key);
+    fn take_where(
+        &self,
+        matches: impl Fn(&WatchKey, &WatchEntry) -> bool,
+    ) -> Vec<(WatchKey, WatchEntry)> {
+        let mut entries = self.entries.lock().unwrap();
+        let keys: Vec<WatchKey> = entries
+            .iter()
+            .filter(|(key, entry)| matches(key, entry))
+            .map(|(key, _)| key.clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| entries.remove(&key).map(|entry| (key, entry)))
+            .collect()
+    }
+
+    /// A release or extend found no hold of `key`, and every hold of its name with a fence up
+    /// to `upto` gone: was it a hold this client kept and has lost (now or earlier, as the
+    /// watchdog or a force unlock found)? Reports it lost if not reported yet. A tracked hold
+    /// with a larger fence was taken after that call ran, and is not lost.
+    pub(crate) fn take_lost(&self, client: &ClientInner, key: &WatchKey, upto: u64) -> bool {
+        let tracked = {
+            let mut entries = self.entries.lock().unwrap();
+            match entries.get(key) {
+                Some(entry) if entry.fence <= upto => entries.remove(key),
+                _ => None,
+            }
+        };
         if let Some(entry) = tracked {
             // Found by this call before the watchdog's next tick: report it now.
             entry.lost.set();
@@ -299,6 +365,26 @@ impl Watchdog {
     fn snapshot(&self) -> Vec<Renewal> {
         let entries = self.entries.lock().unwrap();
         entries.values().map(|e| e.renewal.clone()).collect()
+    }
+}
+
+/// While alive, the watchdog leaves a renewal's "gone" about this hold to its release.
+pub(crate) struct Releasing<'a> {
+    watchdog: &'a Watchdog,
+    /// The key and the tracking id it marked, if the hold was tracked.
+    tracked: Option<(WatchKey, u64)>,
+}
+
+impl Drop for Releasing<'_> {
+    fn drop(&mut self) {
+        let Some((key, id)) = self.tracked.take() else {
+            return;
+        };
+        let mut entries = self.watchdog.entries.lock().unwrap();
+        // Gone or replaced by a newer hold's tracking: nothing of this mark is left.
+        if let Some(entry) = entries.get_mut(&key).filter(|e| e.renewal.id == id) {
+            entry.releasing -= 1;
+        }
     }
 }
 
@@ -391,4 +477,85 @@ fn renew_call(batch: &[Renewal], lease_ms: u64) -> redis::Cmd {
         call.arg(hold.mode.as_arg()).arg(hold.token());
     }
     call
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(token: &str) -> WatchKey {
+        let keys = Arc::new(LockKeys::new("t", "orders").unwrap());
+        WatchKey::new(&keys, Mode::Write, token.into())
+    }
+
+    fn tracked_fence(watchdog: &Watchdog, token: &str) -> Option<u64> {
+        let entries = watchdog.entries.lock().unwrap();
+        entries.get(&key(token)).map(|entry| entry.fence)
+    }
+
+    fn id_of(watchdog: &Watchdog, token: &str) -> u64 {
+        watchdog.entries.lock().unwrap()[&key(token)].renewal.id
+    }
+
+    #[test]
+    fn a_release_heard_after_the_next_hold_was_tracked_forgets_only_its_own() {
+        let watchdog = Watchdog::default();
+        let first = watchdog.track(key("a"), 7);
+        // Redis ran: release (ending fence 7), acquire (fence 9); this client heard the acquire
+        // first.
+        let second = watchdog.track(key("a"), 9);
+        assert!(
+            !Arc::ptr_eq(&first, &second),
+            "a new hold gets its own lost signal"
+        );
+        assert!(!watchdog.forget(|| key("a"), 7));
+        assert_eq!(tracked_fence(&watchdog, "a"), Some(9));
+        assert!(watchdog.forget(|| key("a"), 9));
+        assert_eq!(watchdog.len(), 0);
+    }
+
+    #[test]
+    fn a_re_entry_joins_and_a_late_older_hold_is_not_kept() {
+        let watchdog = Watchdog::default();
+        let hold = watchdog.track(key("a"), 9);
+        assert!(Arc::ptr_eq(&hold, &watchdog.track(key("a"), 9)));
+        // An acquire heard late whose hold Redis had already replaced by the one with fence 9.
+        let stale = watchdog.track(key("a"), 8);
+        assert!(!Arc::ptr_eq(&hold, &stale));
+        assert_eq!(tracked_fence(&watchdog, "a"), Some(9));
+        // A release that ended a hold this client never tracked still clears an older one.
+        watchdog.track(key("b"), 3);
+        assert!(watchdog.forget(|| key("b"), 5));
+        assert_eq!(watchdog.len(), 1);
+    }
+
+    #[test]
+    fn a_renewal_that_finds_a_hold_gone_while_it_is_released_leaves_it_to_the_release() {
+        let watchdog = Watchdog::default();
+        watchdog.track(key("a"), 1);
+        watchdog.track(key("b"), 2);
+        let gone: HashSet<u64> = [id_of(&watchdog, "a"), id_of(&watchdog, "b")].into();
+        {
+            let _releasing = watchdog.releasing(|| key("a"));
+            let taken = watchdog.take_renewals_gone(&gone);
+            assert_eq!(taken.len(), 1);
+            assert!(taken[0].0 == key("b"));
+        }
+        // The release failed (no reply, say): the next renewal decides.
+        assert_eq!(watchdog.take_renewals_gone(&gone).len(), 1);
+        assert_eq!(watchdog.len(), 0);
+    }
+
+    #[test]
+    fn a_release_mark_outlives_neither_its_hold_nor_a_replaced_tracking() {
+        let watchdog = Watchdog::default();
+        watchdog.track(key("a"), 1);
+        let releasing = watchdog.releasing(|| key("a"));
+        watchdog.track(key("a"), 2);
+        drop(releasing);
+        let gone: HashSet<u64> = [id_of(&watchdog, "a")].into();
+        assert_eq!(watchdog.take_renewals_gone(&gone).len(), 1);
+        // Nothing tracked: no mark, and dropping it touches nothing.
+        drop(watchdog.releasing(|| key("a")));
+    }
 }

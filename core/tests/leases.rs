@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -246,4 +247,46 @@ async fn without_the_watchdog_a_leaseless_hold_gets_the_default_lease_and_expire
         "nothing watched it, so nothing reports it lost"
     );
     assert_eq!(lock.release(&owner).await.unwrap_err(), Error::NotHeld);
+}
+
+/// Calls of one owner finish in another order than Redis ran them: a release heard after the
+/// owner's next acquire must not stop the watchdog keeping that new hold, and a renewal that
+/// runs between a release and the client hearing of it must not call the hold lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_owner_releasing_and_acquiring_at_once_keeps_every_hold_kept() {
+    let server = RedisServer::start();
+    let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
+    let seen = events.clone();
+    // A short lease: the watchdog renews every 100 ms, many times during the run.
+    let client = builder(&server)
+        .lease(ms(300))
+        .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("shared-owner").unwrap();
+    let owner = Owner::random();
+    let untracked = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..3 {
+        let (lock, owner) = (lock.clone(), owner.clone());
+        let (client, untracked) = (client.clone(), untracked.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..3000 {
+                lock.acquire(&owner, None, None).await.unwrap();
+                // Held (this task's count is in it), so it must be kept.
+                if client.watched_holds() != 1 {
+                    untracked.fetch_add(1, Ordering::SeqCst);
+                }
+                lock.release(&owner).await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(untracked.load(Ordering::SeqCst), 0, "holds left unkept");
+    assert_eq!(client.watched_holds(), 0);
+    tokio::time::sleep(ms(100)).await; // a callback runs on the blocking pool
+    assert_eq!(*events.lock().unwrap(), vec![], "no hold was lost");
 }

@@ -1,10 +1,12 @@
 -- Set the lease of a hold to ARGV[3] ms from now. ARGV: mode, owner token, lease ms.
--- Returns 1, or 0 when the owner does not hold the lock in this mode.
+-- Returns 1, or minus FENCE's value (<= 0) when the owner does not hold the lock in this mode
+-- (every hold of the name with a fence up to that value is gone; see release.lua).
 --[[helpers]]
 local mode, tok, lease = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local function not_held() return -(tonumber(redis.call('GET', FENCE)) or 0) end
 purge()
 if mode == 'w' then
-  if redis.call('HGET', H, 'wo') ~= tok then return 0 end
+  if redis.call('HGET', H, 'wo') ~= tok then return not_held() end
   if redis.call('EXISTS', Z) == 0 then
     redis.call('PEXPIRE', H, ARGV[3])
     return 1
@@ -13,7 +15,7 @@ if mode == 'w' then
 elseif redis.call('HEXISTS', H, 'rc:' .. tok) == 1 then
   redis.call('ZADD', Z, now() + lease, 'r:' .. tok)
 else
-  return 0
+  return not_held()
 end
 refresh_ttl()
 return 1

@@ -22,7 +22,7 @@ use tokio::time::Sleep;
 
 use super::calls::eval_async;
 use super::scripts::SCRIPTS;
-use super::{AttemptReply, Lock};
+use super::{AttemptReply, Lock, ReleaseReply};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 
@@ -88,11 +88,9 @@ impl Undo {
         let call = self.lock.release_call(&self.token);
         let mut connection = self.lock.client.command_connection();
         let undo = eval_async(&mut connection, &SCRIPTS.release, &call);
-        let left: i64 = super::acquire::tidy(&self.lock, undo).await?;
-        if left >= 0 {
-            Ok(())
-        } else {
-            Err(Error::NotHeld)
+        match super::acquire::tidy(&self.lock, undo).await? {
+            ReleaseReply::NotHeld { .. } => Err(Error::NotHeld),
+            ReleaseReply::Left(_) | ReleaseReply::Ended { .. } => Ok(()),
         }
     }
 

@@ -5,6 +5,7 @@ mod acquire;
 pub(crate) mod calls;
 mod hold;
 mod in_flight;
+mod replies;
 pub(crate) mod scripts;
 
 use std::sync::Arc;
@@ -20,6 +21,8 @@ use crate::watchdog::WatchKey;
 use scripts::SCRIPTS;
 
 pub use hold::Hold;
+use replies::AttemptReply;
+use replies::{ExtendReply, ReleaseReply};
 
 /// Which view of a lock a hold belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -153,47 +156,6 @@ enum Attempt {
     Busy { retry_after: Duration },
 }
 
-/// One acquire script reply (see acquire.lua).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum AttemptReply {
-    Acquired {
-        fence: u64,
-        count: u32,
-    },
-    Busy {
-        retry_ms: u64,
-    },
-    /// A reader of this lock asked to write: upgrades are refused.
-    UpgradeRefused,
-}
-
-impl redis::FromRedisValue for AttemptReply {
-    fn from_redis_value(v: redis::Value) -> std::result::Result<Self, redis::ParsingError> {
-        Self::from_redis_value_ref(&v)
-    }
-
-    fn from_redis_value_ref(v: &redis::Value) -> std::result::Result<Self, redis::ParsingError> {
-        let parsed = match v {
-            // 'fence:count'
-            redis::Value::BulkString(text) => std::str::from_utf8(text)
-                .ok()
-                .and_then(|t| t.split_once(':'))
-                .and_then(|(fence, count)| {
-                    Some(AttemptReply::Acquired {
-                        fence: fence.parse().ok()?,
-                        count: count.parse().ok()?,
-                    })
-                }),
-            redis::Value::Int(-1) => Some(AttemptReply::UpgradeRefused),
-            redis::Value::Int(ms) if *ms >= 1 => Some(AttemptReply::Busy {
-                retry_ms: *ms as u64,
-            }),
-            _ => None,
-        };
-        parsed.ok_or_else(|| format!("unexpected acquire reply {v:?}").into())
-    }
-}
-
 /// What the state script reports for one owner.
 struct StateView {
     write_held: bool,
@@ -243,6 +205,9 @@ impl Lock {
     /// `NotHeld` when the owner does not hold it (nothing changes); `LockLost` when this client's
     /// watchdog was keeping the hold alive and Redis no longer has it.
     pub async fn release(&self, owner: &Owner) -> Result<u32> {
+        // Marked before the call: a renewal that finds the hold gone meanwhile leaves the
+        // verdict to this release (it may be what ended the hold).
+        let _releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let reply = self
             .client
             .eval_cmd(&SCRIPTS.release, &self.release_call(owner.token()))
@@ -253,6 +218,7 @@ impl Lock {
     /// [`Lock::release`] on the calling thread's own connection (for blocking callers).
     pub(crate) fn release_direct(&self, owner: &Owner) -> Result<u32> {
         self.client.ensure_open()?;
+        let _releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let call = self.release_call(owner.token());
         let reply = (self.client.direct).run(|c| calls::eval_sync(c, &SCRIPTS.release, &call))?;
         self.released(owner, reply)
@@ -268,16 +234,15 @@ impl Lock {
         call
     }
 
-    /// `reply`: the holds left, or -1 when the owner held none (see release.lua).
-    fn released(&self, owner: &Owner, reply: i64) -> Result<u32> {
-        match u32::try_from(reply) {
-            Ok(left) => {
-                if left == 0 {
-                    self.client.watchdog.forget(|| self.watch_key(owner));
-                }
-                Ok(left)
+    /// What a release's `reply` means for the caller and for the watchdog.
+    fn released(&self, owner: &Owner, reply: ReleaseReply) -> Result<u32> {
+        match reply {
+            ReleaseReply::Left(left) => Ok(left),
+            ReleaseReply::Ended { fence } => {
+                self.client.watchdog.forget(|| self.watch_key(owner), fence);
+                Ok(0)
             }
-            Err(_) => Err(self.not_held(&self.watch_key(owner))),
+            ReleaseReply::NotHeld { upto } => Err(self.not_held(&self.watch_key(owner), upto)),
         }
     }
 
@@ -289,9 +254,9 @@ impl Lock {
             .arg(self.mode.as_arg())
             .arg(owner.token())
             .arg(lease_ms);
-        match self.client.invoke::<i64>(&invocation).await? {
-            1 => Ok(()),
-            _ => Err(self.not_held(&self.watch_key(owner))),
+        match self.client.invoke(&invocation).await? {
+            ExtendReply::Extended => Ok(()),
+            ExtendReply::NotHeld { upto } => Err(self.not_held(&self.watch_key(owner), upto)),
         }
     }
 
@@ -406,10 +371,15 @@ impl Lock {
         WatchKey::new(&self.keys, self.mode, owner.shared_token())
     }
 
-    /// The error for "Redis says the owner does not hold this": `LockLost` when our watchdog
-    /// was keeping that hold alive (it is reported lost now if the watchdog had not noticed).
-    fn not_held(&self, watch_key: &WatchKey) -> Error {
-        if self.client.watchdog.take_lost(&self.client, watch_key) {
+    /// The error for "Redis says the owner does not hold this, nor any hold of the name with a
+    /// fence up to `upto`": `LockLost` when our watchdog was keeping such a hold alive (it is
+    /// reported lost now if the watchdog had not noticed).
+    fn not_held(&self, watch_key: &WatchKey, upto: u64) -> Error {
+        if self
+            .client
+            .watchdog
+            .take_lost(&self.client, watch_key, upto)
+        {
             Error::LockLost
         } else {
             Error::NotHeld
@@ -439,50 +409,4 @@ pub(crate) fn validate_lease(lease: Duration) -> Result<u64> {
         return Err(Error::invalid("lease must be at most ten years"));
     }
     Ok(lease.as_millis() as u64)
-}
-
-#[cfg(test)]
-mod reply_tests {
-    use super::AttemptReply;
-    use redis::{FromRedisValue, Value};
-
-    fn parse(v: Value) -> Result<AttemptReply, redis::ParsingError> {
-        AttemptReply::from_redis_value(v)
-    }
-
-    #[test]
-    fn acquire_replies_parse() {
-        let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
-        assert_eq!(
-            parse(text("9007199254740993:2")),
-            Ok(AttemptReply::Acquired {
-                fence: 9_007_199_254_740_993,
-                count: 2
-            })
-        );
-        assert_eq!(
-            parse(Value::Int(250)),
-            Ok(AttemptReply::Busy { retry_ms: 250 })
-        );
-        assert_eq!(parse(Value::Int(-1)), Ok(AttemptReply::UpgradeRefused));
-    }
-
-    #[test]
-    fn malformed_acquire_replies_are_errors() {
-        let text = |s: &[u8]| Value::BulkString(s.to_vec());
-        for bad in [
-            Value::Int(0),
-            Value::Int(-2),
-            Value::Nil,
-            text(b""),
-            text(b"12"),
-            text(b"12:"),
-            text(b"x:1"),
-            text(b"1:99999999999"),
-            text(b"\xff:1"),
-            Value::Array(vec![Value::Int(1), Value::Int(2), Value::Int(1)]),
-        ] {
-            assert!(parse(bad.clone()).is_err(), "{bad:?} parsed");
-        }
-    }
 }

@@ -1,5 +1,8 @@
 -- Release one hold. ARGV: mode, owner token, wake-up channel, readers' turn ms.
--- Returns the holds left for this owner | -1 when the owner does not hold the lock in this mode.
+-- Returns the holds left for this owner (> 0) | the fence of the hold this ended, a string, when
+-- none are left | -1 - FENCE's value when the owner does not hold the lock in this mode (every
+-- hold of the name with a fence up to that value is gone). Fences tell the client which hold a
+-- release ended, so its watchdog forgets that one and not a newer hold of the same owner.
 -- A lock this frees goes at once to the first waiting writer that still listens (grant.lua);
 -- otherwise a release that can let a waiter in is published ('released') while anyone is
 -- announced as waiting (a queue head may wait for this message instead of trying).
@@ -7,9 +10,10 @@ local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
 
 -- Fast path: a lone writer with one hold and no reader waiting for a turn. The lock goes to
 -- the first waiting writer whose announcement is live and whose client listens (grant_next).
-local others = false
+local others, ended = false, nil
 if mode == 'w' then
-  local state = redis.call('HMGET', H, 'wo', 'wc')
+  local state = redis.call('HMGET', H, 'wo', 'wc', 'wf')
+  ended = state[3]
   -- One EXISTS tells all three apart: Z counts 1, WR 2, W 4 (so 0 = nobody, 4 = only W).
   others = state[1] == tok and state[2] == '1' and redis.call('EXISTS', Z, WR, WR, W, W, W, W)
   if others == 0 then
@@ -17,7 +21,7 @@ if mode == 'w' then
     -- the attempt that finds the lock held, and one whose announcement ran out (a process
     -- stalled for two re-check periods) looks again within its re-check interval anyway.
     redis.call('DEL', H)
-    return 0
+    return ended
   end
 end
 
@@ -30,18 +34,20 @@ if others == 4 then
     redis.call('DEL', H)
     redis.call('PUBLISH', channel, 'released')
   end
-  return 0
+  return ended
 end
 
 --[[helpers]]
 purge()
-local count_field = 'rc:' .. tok
+local count_field, fence = 'rc:' .. tok, nil
 if mode == 'w' then
-  if redis.call('HGET', H, 'wo') ~= tok then return -1 end
+  local state = redis.call('HMGET', H, 'wo', 'wf')
+  if state[1] == tok then fence = state[2] end
   count_field = 'wc'
-elseif redis.call('HEXISTS', H, count_field) == 0 then
-  return -1
+else
+  fence = redis.call('HGET', H, 'rf:' .. tok)
 end
+if not fence then return -1 - (tonumber(redis.call('GET', FENCE)) or 0) end
 
 local left = redis.call('HINCRBY', H, count_field, -1)
 if left > 0 then return left end
@@ -79,4 +85,4 @@ if readers_left <= 0 and waiters > 0 then
     redis.call('PUBLISH', channel, 'released')
   end
 end
-return 0
+return fence
