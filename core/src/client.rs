@@ -157,7 +157,7 @@ impl ClientBuilder {
             pubsub: PubSubHub::new(
                 redis,
                 shutdown.clone(),
-                config.connect_timeout,
+                (config.connect_timeout, config.command_timeout),
                 config.subscription_linger,
             ),
             watchdog: Watchdog::default(),

@@ -33,6 +33,7 @@ pub(crate) struct PubSubHub {
     commands: OnceLock<mpsc::UnboundedSender<String>>,
     shutdown: CancellationToken,
     connect_timeout: Duration,
+    command_timeout: Duration,
     linger: Duration,
 }
 
@@ -129,7 +130,7 @@ impl PubSubHub {
     pub(crate) fn new(
         redis: redis::Client,
         shutdown: CancellationToken,
-        connect_timeout: Duration,
+        (connect_timeout, command_timeout): (Duration, Duration),
         linger: Duration,
     ) -> Self {
         let nonce = uuid::Uuid::new_v4().simple().to_string();
@@ -141,6 +142,7 @@ impl PubSubHub {
             commands: OnceLock::new(),
             shutdown,
             connect_timeout,
+            command_timeout,
             linger,
         }
     }
@@ -220,6 +222,7 @@ impl PubSubHub {
                 shared: self.shared.clone(),
                 shutdown: self.shutdown.clone(),
                 connect_timeout: self.connect_timeout,
+                command_timeout: self.command_timeout,
                 linger: self.linger,
             };
             tokio::spawn(task.run(rx));
@@ -235,6 +238,7 @@ struct HubTask {
     shared: Arc<Shared>,
     shutdown: CancellationToken,
     connect_timeout: Duration,
+    command_timeout: Duration,
     linger: Duration,
 }
 
@@ -285,8 +289,8 @@ impl HubTask {
             .cloned()
             .collect();
         if !known.is_empty() {
-            if sink.subscribe(self.with_grants(&known)).await.is_err() {
-                return Disconnect::Lost;
+            if let Err(gone) = self.bounded(sink.subscribe(self.with_grants(&known))).await {
+                return gone;
             }
             self.confirm(&known);
             // Messages may have been missed while disconnected: let every waiter re-check now.
@@ -306,18 +310,42 @@ impl HubTask {
                 request = requests.recv() => {
                     let Some(channel) = request else { return Disconnect::Shutdown };
                     let both = self.with_grants(std::slice::from_ref(&channel));
-                    if sink.subscribe(both).await.is_err() {
-                        return Disconnect::Lost;
+                    if let Err(gone) = self.bounded(sink.subscribe(both)).await {
+                        return gone;
                     }
                     self.confirm(std::slice::from_ref(&channel));
                 }
                 _ = sweep.tick() => {
                     let idle = self.take_idle();
-                    if !idle.is_empty() && sink.unsubscribe(self.with_grants(&idle)).await.is_err() {
-                        return Disconnect::Lost;
+                    if !idle.is_empty() {
+                        if let Err(gone) = self.bounded(sink.unsubscribe(self.with_grants(&idle))).await {
+                            return gone;
+                        }
                     }
                 }
             }
+        }
+    }
+
+    /// A (un)subscribe, bounded like every command: a connection that does not answer in time
+    /// is given up, and a new one subscribes again; and it never holds up a shutdown.
+    async fn bounded(
+        &self,
+        call: impl Future<Output = redis::RedisResult<()>>,
+    ) -> Result<(), Disconnect> {
+        tokio::select! {
+            _ = self.shutdown.cancelled() => Err(Disconnect::Shutdown),
+            done = tokio::time::timeout(self.command_timeout, call) => match done {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(err)) => {
+                    tracing::debug!(%err, "pub/sub command failed; reconnecting");
+                    Err(Disconnect::Lost)
+                }
+                Err(_) => {
+                    tracing::debug!("pub/sub command got no answer in time; reconnecting");
+                    Err(Disconnect::Lost)
+                }
+            },
         }
     }
 

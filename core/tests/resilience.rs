@@ -126,6 +126,81 @@ async fn waiters_recover_when_the_pubsub_connection_drops() {
     assert!(got);
 }
 
+/// The ids of the server's connections of one type (`normal`, `pubsub`), or of all.
+fn connections(server: &RedisServer, kind: Option<&str>) -> Vec<String> {
+    let list = match kind {
+        Some(kind) => server.command(&["CLIENT", "LIST", "TYPE", kind]),
+        None => server.command(&["CLIENT", "LIST"]),
+    };
+    list.split_whitespace()
+        .filter_map(|field| field.strip_prefix("id="))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A SUBSCRIBE or UNSUBSCRIBE gets the command timeout like any command: the hub gives up a
+/// connection that does not answer (a stalled server, a dead peer) and subscribes again on a
+/// new one, instead of waiting on it without end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pubsub_connection_that_stops_answering_is_replaced() {
+    let server = RedisServer::start();
+    // Idle channels are unsubscribed 200 ms after their last waiter leaves.
+    let client = builder(&server)
+        .command_timeout(ms(300))
+        .subscription_linger(ms(200))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("replaced").unwrap();
+    let (holder, waiter) = (Owner::random(), Owner::random());
+    lock.acquire(&holder, NOW, None).await.unwrap();
+    let waiting = {
+        let (lock, waiter) = (lock.clone(), waiter.clone());
+        tokio::spawn(async move {
+            lock.acquire(&waiter, Some(Duration::from_secs(10)), None)
+                .await
+        })
+    };
+    let mut hub = connections(&server, Some("pubsub"));
+    while hub.is_empty() {
+        tokio::time::sleep(ms(10)).await;
+        hub = connections(&server, Some("pubsub"));
+    }
+    assert_eq!(hub.len(), 1);
+    tokio::time::sleep(ms(100)).await;
+    lock.release(&holder).await.unwrap();
+    waiting.await.unwrap().unwrap();
+    lock.release(&waiter).await.unwrap();
+    // The channel's UNSUBSCRIBE is sent while the server stalls for 2 s.
+    let stall = {
+        let stall = server.stall(Duration::from_secs(2));
+        tokio::task::spawn_blocking(move || stall.join().unwrap())
+    };
+    stall.await.unwrap();
+    // The hub gave its connection up (and reconnects, backoff at most 1 s).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while connections(&server, None).contains(&hub[0]) && Instant::now() < deadline {
+        tokio::time::sleep(ms(50)).await;
+    }
+    assert!(
+        !connections(&server, None).contains(&hub[0]),
+        "the hub still uses the connection that did not answer"
+    );
+    // And it works: a new waiter is woken by a release.
+    let other = Owner::random();
+    lock.acquire(&holder, NOW, None).await.unwrap();
+    let waiting = {
+        let lock = lock.clone();
+        tokio::spawn(async move {
+            lock.acquire(&other, Some(Duration::from_secs(10)), None)
+                .await
+        })
+    };
+    tokio::time::sleep(ms(200)).await;
+    lock.release(&holder).await.unwrap();
+    waiting.await.unwrap().unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acl_users_with_passwords() {
     let server = RedisServer::start();
