@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import socket
+import threading
 import time
 
 import pytest
@@ -81,6 +82,51 @@ def test_owner_tokens_are_checked(client: rl.Client) -> None:
         client.lock("n", owner="")
     with pytest.raises(rl.InvalidArgumentError, match="512"):
         client.lock("n", owner="x" * 513).acquire()
+
+
+def test_unpaired_surrogates_are_invalid_arguments_not_encoding_errors(
+    client: rl.Client, redis_server
+) -> None:
+    # (What os.fsdecode gives for bytes that are not UTF-8.) No UTF-8 form, so no lock name.
+    bad = "orders-\udcff"
+    with pytest.raises(rl.InvalidArgumentError, match="surrogate"):
+        client.lock(bad)
+    with pytest.raises(rl.InvalidArgumentError, match="surrogate"):
+        client.rw_lock(bad)
+    with pytest.raises(rl.InvalidArgumentError, match="surrogate"):
+        client.inspect(bad)
+    with pytest.raises(rl.InvalidArgumentError, match="surrogate"):
+        client.force_unlock(bad)
+    with pytest.raises(rl.InvalidArgumentError, match="surrogate"):
+        client.lock("n", owner="token-\ud800")
+    with pytest.raises(rl.InvalidArgumentError, match="surrogate"):
+        client.lock("n", label="\ud800")
+    with pytest.raises(rl.InvalidArgumentError, match="surrogate"):
+        rl.Client(redis_server.url, prefix="p\ud800")
+
+
+@pytest.mark.parametrize("thread_name", ["", "worker-\ud800"])
+def test_any_thread_name_can_lock(client: rl.Client, thread_name: str) -> None:
+    outcome: list[object] = []
+
+    def run() -> None:
+        lock = client.lock("named")
+        try:
+            outcome.append(lock.acquire(blocking=False))
+            outcome.append(client.inspect("named")["holders"][0]["thread"])
+            lock.release()
+        except Exception as e:  # reported below
+            outcome.append(e)
+
+    worker = threading.Thread(target=run)
+    worker.name = thread_name  # (the constructor would replace "" by "Thread-N")
+    worker.start()
+    worker.join()
+    assert outcome[0] is True, outcome
+    label = outcome[1]
+    assert isinstance(label, str) and label, "the hold is labelled"
+    if thread_name:
+        assert label == "worker-\ufffd"
 
 
 def test_bad_client_settings(redis_server) -> None:

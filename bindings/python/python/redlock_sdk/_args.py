@@ -8,18 +8,44 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
+import threading
 
 from ._errors import ArgumentTypeError, InvalidArgumentError
 
 
 def string(what: str, value: object) -> str:
+    """A str that is valid Unicode text: one with an unpaired surrogate (``"a\\ud800"``, from
+    ``surrogateescape`` decoding, say) has no UTF-8 form, so it could name no lock nor owner."""
     if not isinstance(value, str):
         raise ArgumentTypeError(f"{what} must be a str, not {type(value).__name__}")
+    if not value.isascii() and not _encodable(value):
+        raise InvalidArgumentError(f"{what} must be valid Unicode: it has an unpaired surrogate")
     return value
 
 
 def optional_string(what: str, value: object) -> str | None:
     return None if value is None else string(what, value)
+
+
+def label(value: object) -> str:
+    """A label stored with a hold, for people to read: unpaired surrogates become U+FFFD, and an
+    empty one (a thread named ``""``) is named by the thread's id."""
+    text = value if isinstance(value, str) else str(value)
+    if not text.isascii() and not _encodable(text):
+        text = _SURROGATE.sub("\ufffd", text)
+    return text or f"thread {threading.get_ident()}"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def number(what: str, value: object) -> float:

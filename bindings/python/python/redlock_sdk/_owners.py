@@ -13,6 +13,7 @@ import os
 import threading
 import weakref
 
+from . import _args
 from ._native import NativeOwner
 
 
@@ -64,15 +65,16 @@ def caller() -> Owner:
         with registry.tasks_guard:
             owner = registry.tasks.get(task)
             if owner is None:
-                label = f"{task.get_name()} ({threading.current_thread().name})"
+                label = _args.label(f"{task.get_name()} ({threading.current_thread().name})")
                 owner = registry.tasks[task] = Owner.random(label)
         return owner
     owner = getattr(registry.threads, "owner", None)
     if owner is None:
-        owner = registry.threads.owner = Owner.random(threading.current_thread().name)
+        owner = registry.threads.owner = Owner.random(_args.label(threading.current_thread().name))
     return owner
 
 
 def explicit(token: str) -> Owner:
     """An owner for a token handed over from elsewhere, labelled with the current thread."""
-    return Owner(NativeOwner(token, f"{threading.current_thread().name} (handed-over token)"))
+    label = _args.label(f"{threading.current_thread().name} (handed-over token)")
+    return Owner(NativeOwner(token, label))
