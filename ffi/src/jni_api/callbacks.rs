@@ -4,7 +4,11 @@
 //! daemon the first time (and stays attached, so later callbacks cost no attach; a daemon thread
 //! never keeps the JVM from exiting). Every call runs in its own local frame, so the strings it
 //! creates are freed however many callbacks a thread delivers, and an exception thrown by a
-//! listener is printed and cleared instead of poisoning the thread.
+//! listener is printed and cleared instead of poisoning the thread. A closed client lets go of
+//! its target (a global reference is a GC root: a listener that captured the client would keep
+//! both alive, and the client's cleaner would never run).
+
+use std::sync::Mutex;
 
 use jni::objects::{GlobalRef, JObject, JValue};
 use jni::{JNIEnv, JavaVM};
@@ -13,15 +17,22 @@ use redlock_core::{ContentionAlert, HolderInfo, LockLostEvent, Mode};
 /// The Java object that receives this client's callbacks.
 pub(crate) struct JavaCallbacks {
     vm: JavaVM,
-    target: GlobalRef,
+    /// None once the client is closed.
+    target: Mutex<Option<GlobalRef>>,
 }
 
 impl JavaCallbacks {
     pub(crate) fn new(env: &mut JNIEnv, target: &JObject) -> jni::errors::Result<Self> {
         Ok(JavaCallbacks {
             vm: env.get_java_vm()?,
-            target: env.new_global_ref(target)?,
+            target: Mutex::new(Some(env.new_global_ref(target)?)),
         })
+    }
+
+    /// Lets go of the target: no callback is delivered from now on.
+    pub(crate) fn let_go(&self) {
+        let target = self.target.lock().unwrap().take();
+        drop(target); // (outside the lock: deleting the reference calls into the JVM)
     }
 
     /// `NativeCallbacks.onLockLost(String name, boolean read, String ownerToken)`.
@@ -78,11 +89,13 @@ impl JavaCallbacks {
     }
 
     fn call(&self, body: impl FnOnce(&mut JNIEnv, &JObject) -> jni::errors::Result<()>) {
+        let Some(target) = self.target.lock().unwrap().clone() else {
+            return; // the client is closed
+        };
         let Ok(mut env) = self.vm.attach_current_thread_as_daemon() else {
             return; // the JVM is shutting down: nobody is left to tell
         };
-        let target = self.target.as_obj();
-        let _ = env.with_local_frame(16, |env| body(env, target));
+        let _ = env.with_local_frame(16, |env| body(env, target.as_obj()));
         if env.exception_check().unwrap_or(false) {
             let _ = env.exception_describe();
             let _ = env.exception_clear();

@@ -61,8 +61,10 @@ pub extern "system" fn Java_io_redlock_Native_clientConnect<'local>(
                 )));
             }
         }
+        let mut java_callbacks = None;
         if !callbacks.is_null() && (lock_lost != 0 || contention != 0) {
             let target = Arc::new(JavaCallbacks::new(env, &callbacks)?);
+            java_callbacks = Some(target.clone());
             if lock_lost != 0 {
                 let target = target.clone();
                 builder = builder.on_lock_lost(move |event| target.lock_lost(event));
@@ -72,8 +74,18 @@ pub extern "system" fn Java_io_redlock_Native_clientConnect<'local>(
             }
         }
         let client = blocking::Client::from_builder(builder)?;
-        Ok(into_handle(client))
+        Ok(into_handle(JavaClient {
+            client,
+            callbacks: java_callbacks,
+        }))
     })
+}
+
+/// What a client handle points to: the core client, and the target of its callbacks (let go
+/// of on close).
+pub(crate) struct JavaClient {
+    pub(crate) client: blocking::Client,
+    callbacks: Option<Arc<JavaCallbacks>>,
 }
 
 /// `static native void clientClose(long client)`: stops the watchdog and wakes every waiter of
@@ -86,8 +98,11 @@ pub extern "system" fn Java_io_redlock_Native_clientClose<'local>(
 ) {
     entry(&mut env, (), |_| {
         // SAFETY: the Java side passes a live client handle (see `handles`).
-        let client = unsafe { super::handles::borrow::<blocking::Client>(client, "client")? };
-        client.close();
+        let client = unsafe { super::handles::borrow::<JavaClient>(client, "client")? };
+        client.client.close();
+        if let Some(callbacks) = &client.callbacks {
+            callbacks.let_go();
+        }
         Ok(())
     })
 }
@@ -102,7 +117,7 @@ pub extern "system" fn Java_io_redlock_Native_clientFree<'local>(
 ) {
     entry(&mut env, (), |_| {
         // SAFETY: called exactly once per handle by the Java side's cleaner.
-        unsafe { free::<blocking::Client>(client) };
+        unsafe { free::<JavaClient>(client) };
         Ok(())
     })
 }

@@ -13,6 +13,7 @@ use jni::objects::{JClass, JObject, JString, JValue};
 use jni::sys::{jint, jlong, jobject};
 use redlock_core::{HolderInfo, LockInfo, Mode, blocking};
 
+use super::client::JavaClient;
 use super::error::Failure;
 use super::guard::entry;
 use super::handles::borrow;
@@ -36,9 +37,9 @@ pub extern "system" fn Java_io_redlock_Native_clientInspect<'local>(
 ) -> jobject {
     entry(&mut env, std::ptr::null_mut(), |env| {
         // SAFETY: the Java side passes a live client handle (see `handles`).
-        let client = unsafe { borrow::<blocking::Client>(client, "client")? };
+        let client = unsafe { borrow::<JavaClient>(client, "client")? };
         let name = strings::required(env, &name, "lock name")?;
-        let info = client.inspect(&name)?;
+        let info = client.client.inspect(&name)?;
         to_java(env, &info)
     })
 }

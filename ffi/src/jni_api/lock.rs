@@ -8,6 +8,7 @@ use jni::sys::{jboolean, jint, jlong};
 use redlock_core::blocking::{self, CancelToken};
 use redlock_core::{AcquireOptions, Error, Owner};
 
+use super::client::JavaClient;
 use super::error::{Failure, invalid};
 use super::guard::entry;
 use super::handles::{borrow, free, into_handle};
@@ -39,9 +40,9 @@ pub extern "system" fn Java_io_redlock_Native_lockOpen<'local>(
 ) -> jlong {
     entry(&mut env, 0, |env| {
         // SAFETY: the Java side passes a live client handle (see `handles`).
-        let client = unsafe { borrow::<blocking::Client>(client, "client")? };
+        let client = unsafe { borrow::<JavaClient>(client, "client")? };
         let name = strings::required(env, &name, "lock name")?;
-        let (read_view, write_view) = client.read_write_lock(&name)?.into_views();
+        let (read_view, write_view) = client.client.read_write_lock(&name)?.into_views();
         Ok(into_handle(if read != 0 { read_view } else { write_view }))
     })
 }

@@ -2,13 +2,16 @@ package io.redlock;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 class LostAndAlertTest extends RedisTestBase {
@@ -37,6 +40,33 @@ class LostAndAlertTest extends RedisTestBase {
     assertTrue(lock.isLost());
     assertThrows(LockLostException.class, lock::unlock);
     assertFalse(lock.isLost(), "forgotten once unlocked");
+  }
+
+  @Test
+  void aClosedClientIsCollectedEvenIfItsListenerCapturedIt() throws Exception {
+    // The native side holds the listeners through a JNI global reference, a GC root: unless a
+    // close lets go of it, a listener that captured its client keeps the client (and the native
+    // client its cleaner would free) alive for good.
+    WeakReference<RedlockClient> closed = closedClientCapturedByItsListener();
+    for (int i = 0; i < 100 && closed.get() != null; i++) {
+      System.gc();
+      Thread.sleep(20);
+    }
+    assertNull(closed.get(), "the closed client was collected");
+  }
+
+  private WeakReference<RedlockClient> closedClientCapturedByItsListener() {
+    AtomicReference<RedlockClient> self = new AtomicReference<>();
+    RedlockClient client =
+        RedlockClient.builder(redis.url())
+            .lockLostListener(event -> self.get().getLock(event.name()))
+            .build();
+    self.set(client);
+    DistributedLock lock = client.getLock(uniqueName());
+    lock.lock();
+    lock.unlock();
+    client.close();
+    return new WeakReference<>(client);
   }
 
   @Test
