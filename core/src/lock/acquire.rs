@@ -495,9 +495,12 @@ impl<'a> Announcement<'a> {
         self.armed = false;
     }
 
+    /// Armed until the withdrawal is done: a caller that drops this future meanwhile leaves the
+    /// withdrawal to `Drop` (withdrawing twice is harmless).
     async fn withdraw(&mut self) {
-        if std::mem::take(&mut self.armed) {
+        if self.armed {
             let _ = withdraw(self.lock, self.owner.token(), self.waiter).await;
+            self.armed = false;
         }
     }
 }
