@@ -79,12 +79,12 @@ if redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4]) == 0 then
 end
 return -2"""
 SAME_CALLS_RELEASE = """
-local s = redis.call('HMGET', KEYS[1], 'wo', 'wc')
+local s = redis.call('HMGET', KEYS[1], 'wo', 'wc', 'wf')
 local others = s[1] == ARGV[2] and s[2] == '1'
   and redis.call('EXISTS', KEYS[2], KEYS[4], KEYS[4], KEYS[3], KEYS[3], KEYS[3], KEYS[3])
 if others == 0 then
   redis.call('DEL', KEYS[1])
-  return 0
+  return s[3]
 end
 return -1"""
 FENCED_MIN_ACQUIRE = """

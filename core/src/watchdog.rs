@@ -197,9 +197,9 @@ impl WatchKey {
 
 impl Watchdog {
     /// Starts keeping the hold with this fencing token (or joins its tracking: a re-entry);
-    /// returns its lost signal. A tracked older hold of the key is gone from Redis (this one
-    /// could not be taken otherwise), so this one takes its place; a hold older than the tracked
-    /// one is already gone, and is not kept.
+    /// returns its lost signal. A tracked hold of the key with another fence is gone from Redis
+    /// (this one could not be taken otherwise), so this one takes its place. (Not only an older
+    /// one: a server that lost its data, by a restart or a failover, counts fences from 1 again.)
     pub(crate) fn track(&self, key: WatchKey, fence: u64) -> Arc<LostSignal> {
         // A new hold of the same owner is not the lost one.
         self.lost.lock().unwrap().take(&key);
@@ -212,11 +212,9 @@ impl Watchdog {
         };
         match entries.entry(key) {
             Entry::Occupied(mut tracked) => {
-                if tracked.get().fence < fence {
+                if tracked.get().fence != fence {
                     let entry = new_entry(tracked.key());
                     tracked.insert(entry);
-                } else if tracked.get().fence > fence {
-                    return Arc::default();
                 }
                 tracked.get().lost.clone()
             }
@@ -227,16 +225,23 @@ impl Watchdog {
         }
     }
 
-    /// A release ended the hold with this fencing token: stops keeping it (or an older one
-    /// still tracked), not a newer hold of the key. Returns whether one was tracked. `key` is
-    /// only made when something is tracked at all.
-    pub(crate) fn forget(&self, key: impl FnOnce() -> WatchKey, fence: u64) -> bool {
+    /// A release ended the hold with this fencing token: stops keeping it, or the tracking the
+    /// release marked (`releasing`) if nothing replaced it since, or an older hold still
+    /// tracked; not a hold taken after the release ran. Returns whether one was tracked. `key`
+    /// is only made when something is tracked at all.
+    pub(crate) fn forget(
+        &self,
+        key: impl FnOnce() -> WatchKey,
+        fence: u64,
+        releasing: &Releasing<'_>,
+    ) -> bool {
         let mut entries = self.entries.lock().unwrap();
         if entries.is_empty() {
             return false;
         }
         let key = key();
-        if entries.get(&key).is_some_and(|entry| entry.fence <= fence) {
+        let ended = |entry: &WatchEntry| entry.fence <= fence || releasing.marked(entry);
+        if entries.get(&key).is_some_and(ended) {
             entries.remove(&key);
             return true;
         }
@@ -314,12 +319,22 @@ impl Watchdog {
     /// A release or extend found no hold of `key`, and every hold of its name with a fence up
     /// to `upto` gone: was it a hold this client kept and has lost (now or earlier, as the
     /// watchdog or a force unlock found)? Reports it lost if not reported yet. A tracked hold
-    /// with a larger fence was taken after that call ran, and is not lost.
-    pub(crate) fn take_lost(&self, client: &ClientInner, key: &WatchKey, upto: u64) -> bool {
+    /// with a larger fence was taken after that call ran, and is not lost, unless it is the
+    /// very tracking a release marked (`releasing`): then the server counts fences anew.
+    pub(crate) fn take_lost(
+        &self,
+        client: &ClientInner,
+        key: &WatchKey,
+        upto: u64,
+        releasing: Option<&Releasing<'_>>,
+    ) -> bool {
         let tracked = {
             let mut entries = self.entries.lock().unwrap();
+            let gone = |entry: &WatchEntry| {
+                entry.fence <= upto || releasing.is_some_and(|r| r.marked(entry))
+            };
             match entries.get(key) {
-                Some(entry) if entry.fence <= upto => entries.remove(key),
+                Some(entry) if gone(entry) => entries.remove(key),
                 _ => None,
             }
         };
@@ -373,6 +388,15 @@ pub(crate) struct Releasing<'a> {
     watchdog: &'a Watchdog,
     /// The key and the tracking id it marked, if the hold was tracked.
     tracked: Option<(WatchKey, u64)>,
+}
+
+impl Releasing<'_> {
+    /// Whether `entry` is the tracking this release marked (not replaced since).
+    fn marked(&self, entry: &WatchEntry) -> bool {
+        self.tracked
+            .as_ref()
+            .is_some_and(|(_, id)| *id == entry.renewal.id)
+    }
 }
 
 impl Drop for Releasing<'_> {
@@ -497,6 +521,11 @@ mod tests {
         watchdog.entries.lock().unwrap()[&key(token)].renewal.id
     }
 
+    /// A guard that marks nothing (its release began while nothing of the key was tracked).
+    fn unmarked(watchdog: &Watchdog) -> Releasing<'_> {
+        watchdog.releasing(|| key("nobody"))
+    }
+
     #[test]
     fn a_release_heard_after_the_next_hold_was_tracked_forgets_only_its_own() {
         let watchdog = Watchdog::default();
@@ -504,29 +533,39 @@ mod tests {
         // Redis ran: release (ending fence 7), acquire (fence 9); this client heard the acquire
         // first.
         let second = watchdog.track(key("a"), 9);
-        assert!(
-            !Arc::ptr_eq(&first, &second),
-            "a new hold gets its own lost signal"
-        );
-        assert!(!watchdog.forget(|| key("a"), 7));
+        assert!(!Arc::ptr_eq(&first, &second), "a new hold gets its own lost signal");
+        assert!(!watchdog.forget(|| key("a"), 7, &unmarked(&watchdog)));
         assert_eq!(tracked_fence(&watchdog, "a"), Some(9));
-        assert!(watchdog.forget(|| key("a"), 9));
+        assert!(watchdog.forget(|| key("a"), 9, &unmarked(&watchdog)));
         assert_eq!(watchdog.len(), 0);
     }
 
     #[test]
-    fn a_re_entry_joins_and_a_late_older_hold_is_not_kept() {
+    fn a_re_entry_joins_and_a_hold_with_another_fence_takes_the_place() {
         let watchdog = Watchdog::default();
         let hold = watchdog.track(key("a"), 9);
         assert!(Arc::ptr_eq(&hold, &watchdog.track(key("a"), 9)));
-        // An acquire heard late whose hold Redis had already replaced by the one with fence 9.
-        let stale = watchdog.track(key("a"), 8);
-        assert!(!Arc::ptr_eq(&hold, &stale));
-        assert_eq!(tracked_fence(&watchdog, "a"), Some(9));
+        // A server that lost its data counts fences from 1 again: the new hold is kept.
+        let after_restart = watchdog.track(key("a"), 1);
+        assert!(!Arc::ptr_eq(&hold, &after_restart));
+        assert_eq!(tracked_fence(&watchdog, "a"), Some(1));
+        assert!(watchdog.forget(|| key("a"), 1, &unmarked(&watchdog)));
         // A release that ended a hold this client never tracked still clears an older one.
         watchdog.track(key("b"), 3);
-        assert!(watchdog.forget(|| key("b"), 5));
-        assert_eq!(watchdog.len(), 1);
+        assert!(watchdog.forget(|| key("b"), 5, &unmarked(&watchdog)));
+        assert_eq!(watchdog.len(), 0);
+    }
+
+    #[test]
+    fn a_release_forgets_the_tracking_it_marked_whatever_its_fence() {
+        let watchdog = Watchdog::default();
+        watchdog.track(key("a"), 500);
+        // The server restarted and the owner acquired again through an untracked call (fixed
+        // lease): the release ends fence 2, and the tracking it marked goes with it.
+        let releasing = watchdog.releasing(|| key("a"));
+        assert!(watchdog.forget(|| key("a"), 2, &releasing));
+        drop(releasing);
+        assert_eq!(watchdog.len(), 0);
     }
 
     #[test]

@@ -290,3 +290,43 @@ async fn one_owner_releasing_and_acquiring_at_once_keeps_every_hold_kept() {
     tokio::time::sleep(ms(100)).await; // a callback runs on the blocking pool
     assert_eq!(*events.lock().unwrap(), vec![], "no hold was lost");
 }
+
+/// A server that lost its data (a restart without persistence, a failover) counts fences from 1
+/// again: the watchdog keeps the owner's new hold and forgets it at its release all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_taken_after_the_server_lost_its_data_is_kept_and_released_cleanly() {
+    let mut server = RedisServer::start();
+    let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
+    let seen = events.clone();
+    let client = builder(&server)
+        .lease(ms(900))
+        .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("reset").unwrap();
+    let owner = Owner::random();
+    for _ in 0..5 {
+        lock.acquire(&owner, NOW, None).await.unwrap();
+        lock.release(&owner).await.unwrap();
+    }
+    let before = lock.acquire(&owner, NOW, None).await.unwrap();
+    assert_eq!(before.fencing_token(), 6);
+    server.restart();
+    let after = loop {
+        match lock.acquire(&owner, NOW, None).await {
+            Ok(hold) => break hold,
+            Err(Error::Connection(_)) => tokio::time::sleep(ms(50)).await,
+            Err(other) => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(after.fencing_token(), 1, "the server counts fences anew");
+    assert_eq!(client.watched_holds(), 1);
+    tokio::time::sleep(ms(1200)).await; // four renewals: the new hold is kept
+    assert!(lock.is_held_by(&owner).await.unwrap());
+    assert!(!after.is_lost());
+    assert_eq!(lock.release(&owner).await.unwrap(), 0);
+    assert_eq!(client.watched_holds(), 0);
+    tokio::time::sleep(ms(700)).await; // two more renewals
+    assert_eq!(*events.lock().unwrap(), vec![], "nothing was reported lost");
+}

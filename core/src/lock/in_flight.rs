@@ -25,6 +25,7 @@ use super::scripts::SCRIPTS;
 use super::{AttemptReply, Lock, ReleaseReply};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
+use crate::watchdog::WatchKey;
 
 type Reply = Result<AttemptReply>;
 type Call = Pin<Box<dyn Future<Output = Reply> + Send>>;
@@ -85,12 +86,21 @@ impl Undo {
 
     /// Releases the one hold count the attempt added (works after close, like a withdrawal).
     async fn take_back_hold(&self) -> Result<()> {
-        let call = self.lock.release_call(&self.token);
-        let mut connection = self.lock.client.command_connection();
+        let lock = &self.lock;
+        let key = || WatchKey::new(&lock.keys, lock.mode, self.token.as_str().into());
+        let releasing = lock.client.watchdog.releasing(key);
+        let call = lock.release_call(&self.token);
+        let mut connection = lock.client.command_connection();
         let undo = eval_async(&mut connection, &SCRIPTS.release, &call);
-        match super::acquire::tidy(&self.lock, undo).await? {
+        match super::acquire::tidy(lock, undo).await? {
             ReleaseReply::NotHeld { .. } => Err(Error::NotHeld),
-            ReleaseReply::Left(_) | ReleaseReply::Ended { .. } => Ok(()),
+            ReleaseReply::Left(_) => Ok(()),
+            // The owner's hold ended here (its other calls released their counts first): the
+            // watchdog must not keep it, nor call it lost at its next renewal.
+            ReleaseReply::Ended { fence } => {
+                lock.client.watchdog.forget(key, fence, &releasing);
+                Ok(())
+            }
         }
     }
 

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::inspect::{HolderInfo, HolderMetadata, LockInfo};
 use crate::keys::LockKeys;
 use crate::owner::Owner;
-use crate::watchdog::WatchKey;
+use crate::watchdog::{Releasing, WatchKey};
 use scripts::SCRIPTS;
 
 pub use hold::Hold;
@@ -207,21 +207,21 @@ impl Lock {
     pub async fn release(&self, owner: &Owner) -> Result<u32> {
         // Marked before the call: a renewal that finds the hold gone meanwhile leaves the
         // verdict to this release (it may be what ended the hold).
-        let _releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
+        let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let reply = self
             .client
             .eval_cmd(&SCRIPTS.release, &self.release_call(owner.token()))
             .await?;
-        self.released(owner, reply)
+        self.released(owner, reply, &releasing)
     }
 
     /// [`Lock::release`] on the calling thread's own connection (for blocking callers).
     pub(crate) fn release_direct(&self, owner: &Owner) -> Result<u32> {
         self.client.ensure_open()?;
-        let _releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
+        let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let call = self.release_call(owner.token());
         let reply = (self.client.direct).run(|c| calls::eval_sync(c, &SCRIPTS.release, &call))?;
-        self.released(owner, reply)
+        self.released(owner, reply, &releasing)
     }
 
     /// The release script call for one hold of the owner with `token` (see release.lua).
@@ -235,14 +235,16 @@ impl Lock {
     }
 
     /// What a release's `reply` means for the caller and for the watchdog.
-    fn released(&self, owner: &Owner, reply: ReleaseReply) -> Result<u32> {
+    fn released(&self, owner: &Owner, reply: ReleaseReply, releasing: &Releasing) -> Result<u32> {
         match reply {
             ReleaseReply::Left(left) => Ok(left),
             ReleaseReply::Ended { fence } => {
-                self.client.watchdog.forget(|| self.watch_key(owner), fence);
+                (self.client.watchdog).forget(|| self.watch_key(owner), fence, releasing);
                 Ok(0)
             }
-            ReleaseReply::NotHeld { upto } => Err(self.not_held(&self.watch_key(owner), upto)),
+            ReleaseReply::NotHeld { upto } => {
+                Err(self.not_held(&self.watch_key(owner), upto, Some(releasing)))
+            }
         }
     }
 
@@ -256,7 +258,7 @@ impl Lock {
             .arg(lease_ms);
         match self.client.invoke(&invocation).await? {
             ExtendReply::Extended => Ok(()),
-            ExtendReply::NotHeld { upto } => Err(self.not_held(&self.watch_key(owner), upto)),
+            ExtendReply::NotHeld { upto } => Err(self.not_held(&self.watch_key(owner), upto, None)),
         }
     }
 
@@ -372,14 +374,10 @@ impl Lock {
     }
 
     /// The error for "Redis says the owner does not hold this, nor any hold of the name with a
-    /// fence up to `upto`": `LockLost` when our watchdog was keeping such a hold alive (it is
-    /// reported lost now if the watchdog had not noticed).
-    fn not_held(&self, watch_key: &WatchKey, upto: u64) -> Error {
-        if self
-            .client
-            .watchdog
-            .take_lost(&self.client, watch_key, upto)
-        {
+    /// fence up to `upto`": `LockLost` when our watchdog was keeping such a hold alive, or the
+    /// hold this release marked (it is reported lost now if the watchdog had not noticed).
+    fn not_held(&self, watch_key: &WatchKey, upto: u64, releasing: Option<&Releasing>) -> Error {
+        if (self.client.watchdog).take_lost(&self.client, watch_key, upto, releasing) {
             Error::LockLost
         } else {
             Error::NotHeld
