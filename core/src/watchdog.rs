@@ -533,7 +533,10 @@ mod tests {
         // Redis ran: release (ending fence 7), acquire (fence 9); this client heard the acquire
         // first.
         let second = watchdog.track(key("a"), 9);
-        assert!(!Arc::ptr_eq(&first, &second), "a new hold gets its own lost signal");
+        assert!(
+            !Arc::ptr_eq(&first, &second),
+            "a new hold gets its own lost signal"
+        );
         assert!(!watchdog.forget(|| key("a"), 7, &unmarked(&watchdog)));
         assert_eq!(tracked_fence(&watchdog, "a"), Some(9));
         assert!(watchdog.forget(|| key("a"), 9, &unmarked(&watchdog)));
