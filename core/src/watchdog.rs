@@ -236,16 +236,7 @@ impl Watchdog {
         releasing: &Releasing<'_>,
     ) -> bool {
         let mut entries = self.entries.lock().unwrap();
-        if entries.is_empty() {
-            return false;
-        }
-        let key = key();
-        let ended = |entry: &WatchEntry| entry.fence <= fence || releasing.marked(entry);
-        if entries.get(&key).is_some_and(ended) {
-            entries.remove(&key);
-            return true;
-        }
-        false
+        !entries.is_empty() && take_gone(&mut entries, &key(), fence, Some(releasing)).is_some()
     }
 
     /// Marks the tracked hold of `key`, if any, as being released until the guard is dropped.
@@ -328,16 +319,7 @@ impl Watchdog {
         upto: u64,
         releasing: Option<&Releasing<'_>>,
     ) -> bool {
-        let tracked = {
-            let mut entries = self.entries.lock().unwrap();
-            let gone = |entry: &WatchEntry| {
-                entry.fence <= upto || releasing.is_some_and(|r| r.marked(entry))
-            };
-            match entries.get(key) {
-                Some(entry) if gone(entry) => entries.remove(key),
-                _ => None,
-            }
-        };
+        let tracked = take_gone(&mut self.entries.lock().unwrap(), key, upto, releasing);
         if let Some(entry) = tracked {
             // Found by this call before the watchdog's next tick: report it now.
             entry.lost.set();
@@ -380,6 +362,23 @@ impl Watchdog {
     fn snapshot(&self) -> Vec<Renewal> {
         let entries = self.entries.lock().unwrap();
         entries.values().map(|e| e.renewal.clone()).collect()
+    }
+}
+
+/// Takes the tracking of `key` out if Redis said every hold of the name with a fence up to
+/// `upto` is gone and it keeps one of them, or it is the tracking `releasing` marked (a server
+/// that lost its data counts fences anew); a tracking with a larger fence keeps a later hold.
+fn take_gone(
+    entries: &mut HashMap<WatchKey, WatchEntry>,
+    key: &WatchKey,
+    upto: u64,
+    releasing: Option<&Releasing<'_>>,
+) -> Option<WatchEntry> {
+    let entry = entries.get(key)?;
+    if entry.fence <= upto || releasing.is_some_and(|r| r.marked(entry)) {
+        entries.remove(key)
+    } else {
+        None
     }
 }
 

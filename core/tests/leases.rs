@@ -7,7 +7,23 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use redlock_core::{Error, LockLostEvent, Mode, Owner};
+use redlock_core::{Client, Error, LockLostEvent, Mode, Owner};
+
+/// A client with this default lease that records every lock-lost event it reports.
+async fn recording_losses(
+    server: &RedisServer,
+    lease: Duration,
+) -> (Client, Arc<Mutex<Vec<LockLostEvent>>>) {
+    let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
+    let seen = events.clone();
+    let client = builder(server)
+        .lease(lease)
+        .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
+        .connect()
+        .await
+        .unwrap();
+    (client, events)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_expiry_frees_the_lock_and_release_after_it_is_not_held() {
@@ -106,14 +122,7 @@ async fn watchdog_keeps_reader_shares_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_unlock_makes_the_holder_lose_its_hold_and_signals_it() {
     let server = RedisServer::start();
-    let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
-    let seen = events.clone();
-    let holder_client = builder(&server)
-        .lease(ms(600))
-        .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
-        .connect()
-        .await
-        .unwrap();
+    let (holder_client, events) = recording_losses(&server, ms(600)).await;
     let admin = connect(&server).await;
     let lock = holder_client.lock("stuck").unwrap();
     let owner = Owner::random();
@@ -255,15 +264,8 @@ async fn without_the_watchdog_a_leaseless_hold_gets_the_default_lease_and_expire
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_owner_releasing_and_acquiring_at_once_keeps_every_hold_kept() {
     let server = RedisServer::start();
-    let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
-    let seen = events.clone();
     // A short lease: the watchdog renews every 100 ms, many times during the run.
-    let client = builder(&server)
-        .lease(ms(300))
-        .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
-        .connect()
-        .await
-        .unwrap();
+    let (client, events) = recording_losses(&server, ms(300)).await;
     let lock = client.lock("shared-owner").unwrap();
     let owner = Owner::random();
     let untracked = Arc::new(AtomicU64::new(0));
@@ -296,14 +298,7 @@ async fn one_owner_releasing_and_acquiring_at_once_keeps_every_hold_kept() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hold_taken_after_the_server_lost_its_data_is_kept_and_released_cleanly() {
     let mut server = RedisServer::start();
-    let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
-    let seen = events.clone();
-    let client = builder(&server)
-        .lease(ms(900))
-        .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
-        .connect()
-        .await
-        .unwrap();
+    let (client, events) = recording_losses(&server, ms(900)).await;
     let lock = client.lock("reset").unwrap();
     let owner = Owner::random();
     for _ in 0..5 {

@@ -3,19 +3,19 @@
 -- (every hold of the name with a fence up to that value is gone; see release.lua).
 --[[helpers]]
 local mode, tok, lease = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local function not_held() return -(tonumber(redis.call('GET', FENCE)) or 0) end
 purge()
-if mode == 'w' then
-  if redis.call('HGET', H, 'wo') ~= tok then return not_held() end
+if mode == 'w' and redis.call('HGET', H, 'wo') == tok then
   if redis.call('EXISTS', Z) == 0 then
     redis.call('PEXPIRE', H, ARGV[3])
     return 1
   end
   redis.call('ZADD', Z, now() + lease, 'w')
-elseif redis.call('HEXISTS', H, 'rc:' .. tok) == 1 then
-  redis.call('ZADD', Z, now() + lease, 'r:' .. tok)
-else
-  return not_held()
+  refresh_ttl()
+  return 1
 end
-refresh_ttl()
-return 1
+if mode ~= 'w' and redis.call('HEXISTS', H, 'rc:' .. tok) == 1 then
+  redis.call('ZADD', Z, now() + lease, 'r:' .. tok)
+  refresh_ttl()
+  return 1
+end
+return -(tonumber(redis.call('GET', FENCE)) or 0)

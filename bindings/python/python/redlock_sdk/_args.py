@@ -28,10 +28,9 @@ def optional_string(what: str, value: object) -> str | None:
     return None if value is None else string(what, value)
 
 
-def label(value: object) -> str:
+def label(text: str) -> str:
     """A label stored with a hold, for people to read: unpaired surrogates become U+FFFD, and an
     empty one (a thread named ``""``) is named by the thread's id."""
-    text = value if isinstance(value, str) else str(value)
     if not text.isascii() and not _encodable(text):
         text = _SURROGATE.sub("\ufffd", text)
     return text or f"thread {threading.get_ident()}"
