@@ -216,7 +216,17 @@ fn a_connect_to_a_server_that_never_answers_is_cancelled_from_another_thread() {
 
 #[test]
 fn a_direct_attempt_that_timed_out_is_undone_when_redis_runs_it_late() {
-    let server = RedisServer::start();
+    late_attempts_are_undone(RedisServer::start());
+}
+
+/// Over TLS the late reply cannot be read (redis-rs' connection drops it): the undo goes by
+/// what Redis shows once the attempt has run.
+#[test]
+fn a_direct_attempt_over_tls_that_timed_out_is_undone_when_redis_runs_it_late() {
+    late_attempts_are_undone(RedisServer::start_tls());
+}
+
+fn late_attempts_are_undone(server: RedisServer) {
     let client = Client::from_builder(
         redlock_core::Client::builder(server.url()).command_timeout(Duration::from_millis(300)),
     )
@@ -251,4 +261,113 @@ fn a_direct_attempt_that_timed_out_is_undone_when_redis_runs_it_late() {
     assert_eq!(lock.inspect().unwrap().waiting_writers, 0, "withdrawn");
     assert_eq!(lock.release(&me).unwrap(), 0);
     assert!(!lock.is_locked().unwrap(), "nobody to grant it to");
+}
+
+/// One direct acquire and release (the blocking API's own sockets), then a check of the hold.
+fn direct_cycle(client: &Client, name: &str) {
+    let lock = client.lock(name).unwrap();
+    let me = Owner::random();
+    let hold = lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
+    assert_eq!(hold.hold_count(), 1);
+    assert!(lock.is_held_by(&me).unwrap());
+    assert_eq!(lock.release(&me).unwrap(), 0);
+    assert_eq!(lock.release(&me).unwrap_err(), Error::NotHeld);
+}
+
+#[test]
+fn direct_sockets_log_in_with_a_password_or_a_user_and_use_the_url_s_database() {
+    let server = RedisServer::start_with_password(Some("s3cret"));
+    direct_cycle(&Client::connect(&server.url()).unwrap(), "direct-auth");
+
+    let made = server.command(&[
+        "ACL",
+        "SETUSER",
+        "app",
+        "on",
+        ">app-pass",
+        "~*",
+        "&*",
+        "+@all",
+    ]);
+    assert!(made.starts_with("+OK"), "{made}");
+    let port = server.port();
+    let as_app = Client::connect(&format!("redis://app:app-pass@127.0.0.1:{port}/3")).unwrap();
+    direct_cycle(&as_app, "direct-acl");
+    // The hold is in database 3, where the URL says, and not in database 0.
+    let in_db3 = as_app.lock("direct-db").unwrap();
+    let me = Owner::random();
+    in_db3.acquire(&me, Some(Duration::ZERO), None).unwrap();
+    let in_db0 = Client::connect(&server.url()).unwrap();
+    assert!(!in_db0.lock("direct-db").unwrap().is_locked().unwrap());
+    let elsewhere = Client::connect(&format!("redis://:s3cret@127.0.0.1:{port}/3")).unwrap();
+    assert!(elsewhere.lock("direct-db").unwrap().is_locked().unwrap());
+    assert_eq!(in_db3.release(&me).unwrap(), 0);
+
+    // The password changes after this client connected, before its first direct call: the new
+    // direct socket is refused, as `Connection`, and the password is not in the message.
+    let late = Client::connect(&format!("redis://app:app-pass@127.0.0.1:{port}/3")).unwrap();
+    let changed = server.command(&["ACL", "SETUSER", "app", "resetpass", ">new-pass"]);
+    assert!(changed.starts_with("+OK"), "{changed}");
+    let refused = late
+        .lock("direct-refused")
+        .unwrap()
+        .acquire(&Owner::random(), Some(Duration::ZERO), None)
+        .unwrap_err();
+    assert!(matches!(refused, Error::Connection(_)), "{refused:?}");
+    assert!(!refused.to_string().contains("app-pass"), "{refused}");
+}
+
+#[test]
+fn direct_calls_over_tls_use_redis_rs_connection() {
+    let server = RedisServer::start_tls();
+    let client = Client::connect(&server.url()).unwrap();
+    direct_cycle(&client, "direct-tls");
+    // Contended, so waiting (pub/sub over TLS) and direct calls mix.
+    let counter = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (lock, counter) = (
+                client.lock("direct-tls-contended").unwrap(),
+                counter.clone(),
+            );
+            thread::spawn(move || {
+                let me = Owner::random();
+                for _ in 0..50 {
+                    lock.acquire(&me, Some(Duration::from_secs(10)), None)
+                        .unwrap();
+                    let seen = counter.load(Ordering::SeqCst);
+                    counter.store(seen + 1, Ordering::SeqCst);
+                    lock.release(&me).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(counter.load(Ordering::SeqCst), 200);
+}
+
+#[test]
+fn a_direct_re_entry_that_timed_out_is_taken_back_when_redis_runs_it_late() {
+    let server = RedisServer::start();
+    let client = Client::from_builder(
+        redlock_core::Client::builder(server.url()).command_timeout(Duration::from_millis(300)),
+    )
+    .unwrap();
+    let lock = client.lock("direct-late-reentry").unwrap();
+    let me = Owner::random();
+    lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
+    let stall = server.stall(Duration::from_millis(1000));
+    let result = lock.acquire(&me, Some(Duration::ZERO), None);
+    assert!(matches!(result, Err(Error::Connection(_))), "{result:?}");
+    stall.join().unwrap();
+    // Its late reply is read on its own socket, so the one count it added is released.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lock.hold_count(&me).unwrap() != 1 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(lock.hold_count(&me).unwrap(), 1);
+    assert_eq!(lock.release(&me).unwrap(), 0);
+    assert!(!lock.is_locked().unwrap());
 }

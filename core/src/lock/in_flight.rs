@@ -23,6 +23,7 @@ use tokio::time::Sleep;
 use super::calls::eval_async;
 use super::scripts::SCRIPTS;
 use super::{AttemptReply, Lock, ReleaseReply};
+use crate::direct::{DirectConnection, Late};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 use crate::watchdog::WatchKey;
@@ -195,36 +196,38 @@ impl Drop for InFlightAttempt {
 }
 
 /// Undoes a blocking caller's direct attempt that timed out, whose connection nothing else
-/// uses any more. Its late reply cannot be read there (the sync connection discards a reply
-/// whose read timed out), so the undo goes by what Redis shows once the attempt has surely run
-/// (a PING on the same connection answers after it): a waiter it announced is withdrawn, and a
-/// hold it made is recognised by its metadata (`meta`: host, pid, thread and the acquisition
-/// ms — this very call's) and released once. A re-entry made late is not recognisable that
-/// way (it keeps the first hold's metadata): its count stays until the lease ends.
-pub(super) fn undo_late_direct(mut connection: redis::Connection, undo: Undo, meta: String) {
+/// uses any more. On a plain socket its late reply is read there and undone like an async
+/// attempt's. Over TLS it cannot be (redis-rs' connection discards a reply whose read timed
+/// out), so the undo goes by what Redis shows once the attempt has surely run (a PING on the
+/// same connection answers after it): a waiter it announced is withdrawn, and a hold it made
+/// is recognised by its metadata (`meta`: host, pid, thread and the acquisition ms — this very
+/// call's) and released once. A re-entry made late is not recognisable that way (it keeps the
+/// first hold's metadata): its count stays until the lease ends.
+pub(super) fn undo_late_direct(mut connection: DirectConnection, undo: Undo, meta: String) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
     runtime.spawn(async move {
         let patience = undo.patience;
-        let ran = tokio::task::spawn_blocking(move || {
-            connection.set_read_timeout(Some(patience))?;
-            redis::cmd("PING").query::<()>(&mut connection)
-        })
-        .await;
-        if !matches!(ran, Ok(Ok(()))) {
-            return; // gone with its connection, or Redis still silent: nothing is known
-        }
-        undo.report(undo.withdraw().await);
-        let lock = &undo.lock;
-        let mine = crate::inspect::HolderMetadata::parse(&meta);
-        let made_here = lock.inspect().await.is_ok_and(|info| {
-            info.holders
-                .iter()
-                .any(|h| h.mode == lock.mode && h.owner_token == undo.token && h.metadata == mine)
-        });
-        if made_here {
-            undo.report(undo.take_back_hold().await);
+        let late = tokio::task::spawn_blocking(move || connection.late(patience)).await;
+        match late.unwrap_or(Late::Unknown) {
+            Late::Reply(reply) => undo.run(reply.map_err(Error::from)).await,
+            Late::Ran => undo_by_metadata(undo, &meta).await,
+            Late::Unknown => {}
         }
     });
+}
+
+async fn undo_by_metadata(undo: Undo, meta: &str) {
+    undo.report(undo.withdraw().await);
+    let lock = &undo.lock;
+    let mine = crate::inspect::HolderMetadata::parse(meta);
+    let made_here = lock.inspect().await.is_ok_and(|info| {
+        info.holders
+            .iter()
+            .any(|h| h.mode == lock.mode && h.owner_token == undo.token && h.metadata == mine)
+    });
+    if made_here {
+        undo.report(undo.take_back_hold().await);
+    }
 }

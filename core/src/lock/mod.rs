@@ -220,7 +220,7 @@ impl Lock {
         self.client.ensure_open()?;
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let call = self.release_call(owner.token());
-        let reply = (self.client.direct).run(|c| calls::eval_sync(c, &SCRIPTS.release, &call))?;
+        let reply = (self.client.direct).run(|c| c.eval(&SCRIPTS.release, &call))?;
         self.released(owner, reply, &releasing)
     }
 

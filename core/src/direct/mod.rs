@@ -10,19 +10,71 @@
 //! Guarantees: at most [`MAX_IDLE`] idle connections are kept; a connection that saw an I/O
 //! error or a timeout is never reused (a late reply must never be read as the next call's); every
 //! call is bounded by the command timeout like an async one; a signal arriving mid-call does not
-//! fail it (see [`SignalsHeldOff`]).
+//! fail it (plain sockets: [`wire`] reads again; TLS: [`SignalsHeldOff`]).
+
+mod wire;
 
 use std::sync::Mutex;
 use std::time::Duration;
 
+use redis::{Cmd, FromRedisValue, RedisResult, Script};
+
 use crate::error::{Error, Result};
+use wire::Wire;
+
+/// One blocking caller's connection: our own over a plain socket, redis-rs' over TLS.
+pub(crate) enum DirectConnection {
+    Plain(Wire),
+    Tls(redis::Connection),
+}
+
+impl DirectConnection {
+    /// Runs an `EVALSHA` of `script`, loading the script first if the server forgot it.
+    pub(crate) fn eval<T: FromRedisValue>(
+        &mut self,
+        script: &Script,
+        call: &Cmd,
+    ) -> RedisResult<T> {
+        match self {
+            DirectConnection::Plain(wire) => crate::lock::calls::eval_sync(wire, script, call),
+            DirectConnection::Tls(connection) => {
+                let _signals = SignalsHeldOff::new();
+                crate::lock::calls::eval_sync(connection, script, call)
+            }
+        }
+    }
+
+    /// What became of a call that timed out on this connection, waiting up to `patience`.
+    /// On a plain socket its late reply is read. redis-rs' connection (TLS) discards a reply
+    /// whose read timed out: a `PING` answered on it then says only that the call has run.
+    pub(crate) fn late<T: FromRedisValue>(&mut self, patience: Duration) -> Late<T> {
+        match self {
+            DirectConnection::Plain(wire) => Late::Reply(wire.late_reply(patience)),
+            DirectConnection::Tls(connection) => {
+                let _signals = SignalsHeldOff::new();
+                let ran = connection.set_read_timeout(Some(patience)).is_ok()
+                    && redis::cmd("PING").query::<()>(connection).is_ok();
+                if ran { Late::Ran } else { Late::Unknown }
+            }
+        }
+    }
+}
+
+/// What became of a call that timed out (see [`DirectConnection::late`]).
+pub(crate) enum Late<T> {
+    Reply(RedisResult<T>),
+    /// It has run; its reply is lost.
+    Ran,
+    /// The connection failed or Redis stayed silent: nothing is known.
+    Unknown,
+}
 
 /// Idle connections kept for reuse (one per concurrently calling thread is enough).
 const MAX_IDLE: usize = 16;
 
 pub(crate) struct DirectConnections {
     redis: redis::Client,
-    idle: Mutex<Vec<redis::Connection>>,
+    idle: Mutex<Vec<DirectConnection>>,
     command_timeout: Duration,
     connect_timeout: Duration,
 }
@@ -44,7 +96,7 @@ impl DirectConnections {
     /// Runs `call` on an idle connection (or a new one) on this thread.
     pub(crate) fn run<T>(
         &self,
-        call: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+        call: impl FnOnce(&mut DirectConnection) -> RedisResult<T>,
     ) -> Result<T> {
         self.run_or_hand_over(call, drop)
     }
@@ -53,10 +105,9 @@ impl DirectConnections {
     /// instead of being dropped: its reply may still come, and only `late` may read it.
     pub(crate) fn run_or_hand_over<T>(
         &self,
-        call: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
-        late: impl FnOnce(redis::Connection),
+        call: impl FnOnce(&mut DirectConnection) -> RedisResult<T>,
+        late: impl FnOnce(DirectConnection),
     ) -> Result<T> {
-        let _signals = SignalsHeldOff::new();
         let idle = self.idle.lock().unwrap().pop();
         let mut connection = match idle {
             Some(connection) => connection,
@@ -86,16 +137,21 @@ impl DirectConnections {
         self.idle.lock().unwrap().clear();
     }
 
-    fn open(&self) -> Result<redis::Connection> {
+    fn open(&self) -> Result<DirectConnection> {
+        let info = self.redis.get_connection_info();
+        if let Some(wire) = Wire::open(info, self.connect_timeout, self.command_timeout) {
+            return Ok(DirectConnection::Plain(wire?));
+        }
+        let _signals = SignalsHeldOff::new();
         let connection = self
             .redis
             .get_connection_with_timeout(self.connect_timeout)?;
         connection.set_read_timeout(Some(self.command_timeout))?;
         connection.set_write_timeout(Some(self.command_timeout))?;
-        Ok(connection)
+        Ok(DirectConnection::Tls(connection))
     }
 
-    fn give_back(&self, connection: redis::Connection) {
+    fn give_back(&self, connection: DirectConnection) {
         let mut idle = self.idle.lock().unwrap();
         if idle.len() < MAX_IDLE {
             idle.push(connection);
