@@ -371,3 +371,13 @@ fn a_direct_re_entry_that_timed_out_is_taken_back_when_redis_runs_it_late() {
     assert_eq!(lock.release(&me).unwrap(), 0);
     assert!(!lock.is_locked().unwrap());
 }
+
+#[test]
+fn direct_calls_with_timeouts_too_long_to_count_still_work() {
+    let server = RedisServer::start();
+    let builder = redlock_core::Client::builder(server.url())
+        .command_timeout(Duration::MAX)
+        .connect_timeout(Duration::MAX);
+    let client = Client::from_builder(builder).unwrap();
+    direct_cycle(&client, "direct-huge-timeouts");
+}

@@ -154,9 +154,7 @@ impl Wire {
     pub(crate) fn late_reply<T: FromRedisValue>(&mut self, patience: Duration) -> RedisResult<T> {
         self.stream.set_read_timeout(patience)?;
         self.read_timeout_shortened = true;
-        let reply = self
-            .read_value(Instant::now() + patience)?
-            .extract_error()?;
+        let reply = self.read_value(deadline_after(patience))?.extract_error()?;
         Ok(T::from_redis_value(reply)?)
     }
 
@@ -179,8 +177,9 @@ impl Wire {
         Ok(replies)
     }
 
-    /// Reads one whole reply, making interrupted reads again until `deadline`.
-    fn read_value(&mut self, deadline: Instant) -> RedisResult<Value> {
+    /// Reads one whole reply, making interrupted reads again until `deadline` (`None`: a
+    /// timeout too long to count).
+    fn read_value(&mut self, deadline: Option<Instant>) -> RedisResult<Value> {
         let mut reads = 0;
         loop {
             if let Some((value, used)) = parse(&self.buf[self.start..self.end])? {
@@ -191,7 +190,7 @@ impl Wire {
                 return Ok(value);
             }
             // A second read (or one after an interruption) gets only the time left.
-            if reads > 0 {
+            if let Some(deadline) = deadline.filter(|_| reads > 0) {
                 self.shorten_read_timeout(deadline)?;
             }
             reads += 1;
@@ -212,9 +211,9 @@ impl Wire {
     }
 
     /// The deadline of a call starting now.
-    fn start_call(&mut self) -> io::Result<Instant> {
+    fn start_call(&mut self) -> io::Result<Option<Instant>> {
         self.restore_read_timeout()?;
-        Ok(Instant::now() + self.command_timeout)
+        Ok(deadline_after(self.command_timeout))
     }
 
     fn shorten_read_timeout(&mut self, deadline: Instant) -> io::Result<()> {
@@ -280,6 +279,10 @@ impl ConnectionLike for Wire {
     fn is_open(&self) -> bool {
         true
     }
+}
+
+fn deadline_after(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
 }
 
 fn connect_tcp(host: &str, port: u16, timeout: Duration) -> io::Result<Stream> {
