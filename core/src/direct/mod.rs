@@ -17,7 +17,7 @@ mod wire;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use redis::{Cmd, FromRedisValue, RedisResult, Script};
+use redis::{Cmd, ErrorKind, FromRedisValue, RedisResult, Script};
 
 use crate::error::{Error, Result};
 use wire::Wire;
@@ -123,8 +123,9 @@ impl DirectConnections {
                 Err(Error::no_answer(self.command_timeout))
             }
             Err(err) => {
-                // A reply error leaves the connection in step; anything else may not.
-                if !(err.is_io_error() || err.is_connection_dropped()) {
+                // An error reply from the server leaves the connection in step; anything else
+                // (I/O, a reply that could not be parsed) may not.
+                if matches!(err.kind(), ErrorKind::Server(_) | ErrorKind::Extension) {
                     self.give_back(connection);
                 }
                 Err(err.into())
