@@ -117,6 +117,14 @@ impl RedisServer {
         command_on(self.port, self.password.as_deref(), args)
     }
 
+    /// Adds an ACL user with `password` who may do everything (Redis 6+).
+    pub fn add_user(&self, user: &str, password: &str) {
+        let password = format!(">{password}");
+        let args = ["ACL", "SETUSER", user, "on", &password, "~*", "&*", "+@all"];
+        let reply = self.command(&args);
+        assert!(reply.starts_with("+OK"), "{reply}");
+    }
+
     /// Keeps the server busy for `duration` (a script that spins, sent from another thread), so
     /// every client's commands wait behind it as behind a slow command; returns once it has
     /// started (about 100 ms).
@@ -286,39 +294,12 @@ fn resp(args: &[&str]) -> Vec<u8> {
     out
 }
 
-/// How many complete top-level RESP2 replies `buf` holds (enough for tests' simple replies).
+/// How many complete top-level RESP2 replies `buf` holds.
 fn complete_replies(buf: &[u8]) -> usize {
-    let mut count = 0;
-    let mut pos = 0;
-    while let Some(end) = skip_reply(buf, pos) {
+    let (mut count, mut at) = (0, 0);
+    while let Ok(Some((_, used))) = crate::direct::parse_reply(&buf[at..]) {
         count += 1;
-        pos = end;
+        at += used;
     }
     count
-}
-
-fn skip_reply(buf: &[u8], pos: usize) -> Option<usize> {
-    let line_end = pos + buf.get(pos..)?.windows(2).position(|w| w == b"\r\n")?;
-    let header = std::str::from_utf8(&buf[pos + 1..line_end]).ok()?;
-    let after = line_end + 2;
-    match buf.get(pos)? {
-        b'+' | b'-' | b':' => Some(after),
-        b'$' => {
-            let len: i64 = header.parse().ok()?;
-            if len < 0 {
-                return Some(after);
-            }
-            let end = after + len as usize + 2;
-            (buf.len() >= end).then_some(end)
-        }
-        b'*' => {
-            let n: i64 = header.parse().ok()?;
-            let mut p = after;
-            for _ in 0..n.max(0) {
-                p = skip_reply(buf, p)?;
-            }
-            Some(p)
-        }
-        _ => None,
-    }
 }

@@ -14,6 +14,9 @@
 
 mod wire;
 
+#[cfg(feature = "test-support")]
+pub(crate) use wire::parse as parse_reply;
+
 use std::sync::Mutex;
 use std::time::Duration;
 

@@ -304,7 +304,7 @@ fn is_error_with(reply: &Value, text: &str) -> bool {
 }
 
 /// One RESP2 reply from the front of `bytes` and the bytes it takes, or `None` if incomplete.
-fn parse(bytes: &[u8]) -> RedisResult<Option<(Value, usize)>> {
+pub(crate) fn parse(bytes: &[u8]) -> RedisResult<Option<(Value, usize)>> {
     let Some(line_end) = bytes.windows(2).position(|w| w == b"\r\n") else {
         return Ok(None);
     };

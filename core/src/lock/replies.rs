@@ -19,11 +19,7 @@ pub(super) enum AttemptReply {
 
 impl redis::FromRedisValue for AttemptReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        Self::from_redis_value_ref(&v)
-    }
-
-    fn from_redis_value_ref(v: &Value) -> Result<Self, ParsingError> {
-        let parsed = match v {
+        let parsed = match &v {
             // 'fence:count'
             Value::BulkString(text) => std::str::from_utf8(text)
                 .ok()
@@ -58,11 +54,7 @@ pub(super) enum ReleaseReply {
 
 impl redis::FromRedisValue for ReleaseReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        Self::from_redis_value_ref(&v)
-    }
-
-    fn from_redis_value_ref(v: &Value) -> Result<Self, ParsingError> {
-        let parsed = match v {
+        let parsed = match &v {
             Value::BulkString(text) => std::str::from_utf8(text)
                 .ok()
                 .and_then(|fence| fence.parse().ok())
@@ -87,11 +79,7 @@ pub(super) enum ExtendReply {
 
 impl redis::FromRedisValue for ExtendReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        Self::from_redis_value_ref(&v)
-    }
-
-    fn from_redis_value_ref(v: &Value) -> Result<Self, ParsingError> {
-        match v {
+        match &v {
             Value::Int(1) => Ok(ExtendReply::Extended),
             Value::Int(minus) if *minus <= 0 => Ok(ExtendReply::NotHeld {
                 upto: minus.unsigned_abs(),
