@@ -16,7 +16,7 @@ shows (a cycle of ours: ~86k instructions, ~30 µs here).
 
 Variants:
   raw          SET key token NX PX + EVALSHA compare-and-delete (1 key, 1 argument)
-  ours         core/src/lock/acquire.lua + release.lua as the core sends them (6 keys, 6 and 4
+  ours         core/src/lock/acquire.lua + release.lua as the core sends them (6 keys, 5 and 3
                arguments), a writer with a 10 s lease and nobody waiting
   same calls   the redis.call()s our fast paths make, in a bare script with the same keys and
                arguments: what the bookkeeping around them (prelude, argument parsing) costs
@@ -54,8 +54,8 @@ LOCK_DIR = os.path.join(
 )
 
 
-def lock_script(name: str) -> str:
-    """A script as core/src/lock/scripts.rs assembles it."""
+def lock_script(name: str, mode: str = "w") -> str:
+    """A script as core/src/lock/scripts.rs assembles it (the write one of a per-mode script)."""
     prelude, clock, grant, helpers, body = (
         Path(LOCK_DIR, part).read_text()
         for part in ("prelude.lua", "clock.lua", "grant.lua", "helpers.lua", name)
@@ -67,32 +67,31 @@ def lock_script(name: str) -> str:
         body = body.replace("--[[helpers]]", clock + "\n" + grant + "\n" + helpers, 1)
     else:
         body = clock + "\n" + body
+    body = body.replace("--[[mode]]", f"local mode = '{mode}'", 1)
     return prelude + "\n" + body
 
 
 SAME_CALLS_ACQUIRE = """
 if redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4]) == 0 then
   local fence = string.format('%d', redis.call('INCR', KEYS[6]))
-  redis.call('HSET', KEYS[1], 'wo', ARGV[2], 'wc', '1', 'wf', fence, 'wm', ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  redis.call('HSET', KEYS[1], 'wo', ARGV[1], 'wc', '1', 'wf', fence, 'wm', ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return fence .. ':1'
 end
 return -2"""
 SAME_CALLS_RELEASE = """
-local s = redis.call('HMGET', KEYS[1], 'wo', 'wc', 'wf')
-local others = s[1] == ARGV[2] and s[2] == '1'
-  and redis.call('EXISTS', KEYS[2], KEYS[4], KEYS[4], KEYS[3], KEYS[3], KEYS[3], KEYS[3])
-if others == 0 then
+local s = redis.call('HMGET', KEYS[1], 'wo', 'wc', 'wf', 'q')
+if s[1] == ARGV[3] and s[2] == '1' and not s[4] then
   redis.call('DEL', KEYS[1])
   return s[3]
 end
 return -1"""
 FENCED_MIN_ACQUIRE = """
 local fence = string.format('%d', redis.call('INCR', KEYS[6]))
-if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then return fence .. ':1' end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return fence .. ':1' end
 return -2"""
 FENCED_MIN_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[2] then
+if redis.call('GET', KEYS[1]) == ARGV[3] then
   redis.call('DEL', KEYS[1])
   return 0
 end
@@ -120,8 +119,8 @@ KEYS = [STATE, STATE + ":exp", STATE + ":ww", STATE + ":wr", STATE + ":wi", "red
 CHANNEL = STATE + ":ch"
 TOKEN = "0f8e3c52-96a1-4b7e-9b52-6b1f4c2d9e01:client-1"
 META = '{"host":"bench-host","pid":12345,"thread":"main","at":1790000000000}'
-ACQUIRE_ARGS = ["w", TOKEN, 10_000, META, 0, ""]
-RELEASE_ARGS = ["w", TOKEN, CHANNEL, 2_000]
+ACQUIRE_ARGS = [TOKEN, 10_000, META, 0, ""]
+RELEASE_ARGS = [CHANNEL, 2_000, TOKEN]
 VARIANTS = ["raw", "ours", "same calls", "fenced min", "empty", "contended", "contended 4"]
 
 
@@ -185,11 +184,11 @@ def contended(r: redis.Redis, owners: int = 2):
     def attempt(owner: str):
         state["seq"] += 1
         waiter = f"c{owner}-{state['seq']}:{tokens[owner]}"
-        return r.evalsha(acquire_sha, 6, *KEYS, "w", tokens[owner], 10_000, META, 1_000, waiter)
+        return r.evalsha(acquire_sha, 6, *KEYS, tokens[owner], 10_000, META, 1_000, waiter)
 
     def release(owner: str) -> bool:
         """Whether the owner's last hold ended (the reply is then its fence, as text)."""
-        reply = r.evalsha(release_sha, 6, *KEYS, "w", tokens[owner], CHANNEL, 2_000)
+        reply = r.evalsha(release_sha, 6, *KEYS, CHANNEL, 2_000, tokens[owner])
         return isinstance(reply, bytes)
 
     def drain():

@@ -1,13 +1,17 @@
--- One acquire attempt.
--- ARGV: mode ('w' | 'r'), owner token, lease ms, holder metadata, waiter announcement ms
--- (0 = none), waiter id 'N:T' (unique per acquire call; writers queue under it).
+-- One acquire attempt, in the mode spliced in below (one script per mode, so that no call
+-- spends an argument on it: Redis builds KEYS and ARGV anew for every call, ~1k instructions
+-- an entry).
+-- ARGV: owner token, lease ms, holder metadata, waiter announcement ms (0 = none), waiter id 'N:T'
+-- (unique per acquire call; writers queue under it). (Separate: splitting one string in Lua,
+-- ~2.7k instructions, costs more than an argument.)
 -- Returns 'fence:hold count' when acquired | retry after ms (>= 1) | -1 (a reader asked to write).
 -- (A string and plain integers: Redis converts a table reply field by field, ~2 µs a call.)
 -- Fairness: announced waiting writers go before newcomers (no barging) and are granted a freed
 -- lock in arrival order; while a writer waits, new readers queue behind it; when a writer
 -- leaves while readers wait, those readers have a turn (bounded) before the next writer.
 -- Every waiter announces itself.
-local mode, tok, meta = ARGV[1], ARGV[2], ARGV[4]
+--[[mode]]
+local tok, meta = ARGV[1], ARGV[3]
 
 -- Fast path, the common uncontended case: nobody holds it and nobody waits. (The fence is
 -- formatted once, as an integer; the lease passes through as the caller's string.)
@@ -15,11 +19,11 @@ if redis.call('EXISTS', H, W, WR) == 0 then
   local fence = string.format('%d', redis.call('INCR', FENCE))
   if mode == 'w' then
     redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta)
-    redis.call('PEXPIRE', H, ARGV[3])
+    redis.call('PEXPIRE', H, ARGV[2])
   else
     -- The clock is not made yet (it is spliced in with the helpers): read it here.
     local t = redis.call('TIME')
-    local ends = string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000) + ARGV[3])
+    local ends = string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000) + ARGV[2])
     redis.call('HSET', H, 'rc:' .. tok, '1', 'rf:' .. tok, fence, 'rm:' .. tok, meta, 'n', '1')
     redis.call('ZADD', Z, ends, 'r:' .. tok)
     redis.call('PEXPIREAT', H, ends)
@@ -29,8 +33,11 @@ if redis.call('EXISTS', H, W, WR) == 0 then
 end
 
 --[[helpers]]
-local lease, wait_ttl, waiter = tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[6]
+local wait_ms, waiter = ARGV[4], ARGV[5]
+local lease, wait_ttl = tonumber(ARGV[2]), tonumber(wait_ms)
 purge()
+local state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok, 'wg', 'q')
+local writer, readers, my_read, granted, flagged = state[1], state[2], state[3], state[4], state[5]
 
 -- When to look again: when the first lease ends or, if the lock is free but others are
 -- announced ahead of us, when the first announcement runs out.
@@ -49,16 +56,16 @@ end
 local function conflict()
   if wait_ttl > 0 then
     if mode == 'w' then
-      announce_writer(waiter, ARGV[5], ARGV[3], meta)
+      announce_writer(waiter, wait_ms, ARGV[2], meta)
     else
       announce(WR, 'r:' .. tok, wait_ttl)
     end
+    -- A writer's release then looks at the waiting sets (see prelude.lua).
+    if writer and not flagged then redis.call('HSET', H, 'q', '1') end
   end
   return retry_after()
 end
 
-local state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok, 'wg')
-local writer, readers, my_read, granted = state[1], state[2], state[3], state[4]
 
 if mode == 'w' then
   if writer then
@@ -79,7 +86,7 @@ if mode == 'w' then
         redis.call('ZADD', Z, now() + lease, 'w')
         refresh_ttl()
       else
-        redis.call('PEXPIRE', H, ARGV[3])
+        redis.call('PEXPIRE', H, ARGV[2])
       end
     end
     return redis.call('HGET', H, 'wf') .. ':' .. count
@@ -92,9 +99,10 @@ if mode == 'w' then
     if writers_wait() and not redis.call('ZSCORE', W, waiter) then return conflict() end
     forget_writer(waiter)
   end
+  -- Taken past the fast path: others may be waiting, so H is flagged (see prelude.lua).
   local fence = string.format('%d', redis.call('INCR', FENCE))
-  redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta)
-  redis.call('PEXPIRE', H, ARGV[3])
+  redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'q', '1')
+  redis.call('PEXPIRE', H, ARGV[2])
   return fence .. ':1'
 end
 
@@ -113,8 +121,10 @@ if not writer and writers_wait() and not readers_turn() then
   return conflict()
 end
 if writer and redis.call('EXISTS', Z) == 0 then
-  -- Downgrade: from now on the writer's lease is kept in Z beside the readers'.
+  -- Downgrade: from now on the writer's lease is kept in Z beside the readers', and the
+  -- writer's release must look at Z (the flag, see prelude.lua).
   redis.call('ZADD', Z, writer_expiry(), 'w')
+  redis.call('HSET', H, 'q', '1')
 end
 local fence = string.format('%d', redis.call('INCR', FENCE))
 redis.call('HSET', H, 'rc:' .. tok, '1', 'rf:' .. tok, fence, 'rm:' .. tok, meta)

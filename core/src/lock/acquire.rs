@@ -308,7 +308,7 @@ impl Lock {
             args.waiter,
         );
         let reply = self.client.direct.run_or_hand_over(
-            |c| c.eval(&SCRIPTS.acquire, &call),
+            |c| c.eval(self.calls.acquire_script(), &call),
             // Timed out: Redis may still run it; its caller hears `Connection`, so it is undone.
             |late| {
                 let token = args.owner.token();
@@ -329,8 +329,7 @@ impl Lock {
         waiter: &str,
     ) -> redis::Cmd {
         let mut call = self.calls.acquire();
-        call.arg(self.mode.as_arg())
-            .arg(token)
+        call.arg(token)
             .arg(lease_ms)
             .arg(meta)
             .arg(announce_ms)

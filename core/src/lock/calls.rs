@@ -1,23 +1,34 @@
-//! The two hot script calls of one name (acquire and release) with the name's keys written
-//! once per handle: a call then copies one buffer and appends its own arguments, where writing
-//! the six keys into a fresh invocation cost more than the rest of the command.
+//! The two hot script calls of one lock view (acquire and release) with the name's keys, and
+//! what never changes for the view, written once per handle: a call then copies one buffer and
+//! appends its own arguments, where writing the six keys into a fresh invocation cost more than
+//! the rest of the command.
 
 use redis::{Cmd, ConnectionLike, FromRedisValue, RedisResult, Script};
 
+use super::Mode;
 use super::scripts::SCRIPTS;
 use crate::keys::{LockKeys, SCRIPT_KEY_COUNT};
 
-/// `EVALSHA <sha> 6 <keys>` of acquire.lua and release.lua for one name.
+/// `EVALSHA <sha> 6 <keys>` of acquire.lua and release.lua (the script of one mode), the
+/// release's first two arguments included.
 pub(crate) struct KeyedCalls {
+    acquire_script: &'static Script,
+    release_script: &'static Script,
     acquire: Cmd,
     release: Cmd,
 }
 
 impl KeyedCalls {
-    pub(crate) fn new(keys: &LockKeys) -> Self {
+    /// `announcement_ms`: how long a readers' turn lasts (release.lua's second argument).
+    pub(crate) fn new(keys: &LockKeys, mode: Mode, announcement_ms: u64) -> Self {
+        let (acquire_script, release_script) = (SCRIPTS.acquire(mode), SCRIPTS.release(mode));
+        let mut release = keyed(release_script, keys);
+        release.arg(keys.channel()).arg(announcement_ms);
         KeyedCalls {
-            acquire: keyed(&SCRIPTS.acquire, keys),
-            release: keyed(&SCRIPTS.release, keys),
+            acquire_script,
+            release_script,
+            acquire: keyed(acquire_script, keys),
+            release,
         }
     }
 
@@ -26,9 +37,19 @@ impl KeyedCalls {
         self.acquire.clone()
     }
 
-    /// A release call missing only its arguments.
+    /// A release call missing only the owner's token.
     pub(crate) fn release(&self) -> Cmd {
         self.release.clone()
+    }
+
+    /// The script the acquire calls run (to load it when the server does not know it).
+    pub(crate) fn acquire_script(&self) -> &'static Script {
+        self.acquire_script
+    }
+
+    /// The script the release calls run.
+    pub(crate) fn release_script(&self) -> &'static Script {
+        self.release_script
     }
 }
 

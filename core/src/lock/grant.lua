@@ -49,7 +49,8 @@ local function grant_next(channel)
       if heard > 0 then
         local _, lease, meta = string.match(info, '^(%d+):(%d+):(.*)$')
         local tok = string.match(member, '^[^:]*:(.*)$')
-        redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'wg', member)
+        redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'wg', member,
+          'q', '1')
         redis.call('PEXPIRE', H, lease)
         return true
       end

@@ -19,7 +19,7 @@ local function purge()
   if #first > 0 and tonumber(first[2]) <= now() then
     for _, member in ipairs(redis.call('ZRANGEBYSCORE', Z, '-inf', now())) do
       if member == 'w' then
-        redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'wg')
+        redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'wg', 'q')
       else
         local tok = string.sub(member, 3)
         redis.call('HDEL', H, 'rc:' .. tok, 'rf:' .. tok, 'rm:' .. tok)

@@ -21,7 +21,6 @@ use std::time::Duration;
 use tokio::time::Sleep;
 
 use super::calls::eval_async;
-use super::scripts::SCRIPTS;
 use super::{AttemptReply, Lock, ReleaseReply};
 use crate::direct::{DirectConnection, Late};
 use crate::error::{Error, Result};
@@ -92,7 +91,7 @@ impl Undo {
         let releasing = lock.client.watchdog.releasing(key);
         let call = lock.release_call(&self.token);
         let mut connection = lock.client.command_connection();
-        let undo = eval_async(&mut connection, &SCRIPTS.release, &call);
+        let undo = eval_async(&mut connection, lock.calls.release_script(), &call);
         match super::acquire::tidy(lock, undo).await? {
             ReleaseReply::NotHeld { .. } => Err(Error::NotHeld),
             ReleaseReply::Left(_) => Ok(()),
@@ -146,7 +145,8 @@ impl InFlightAttempt {
             );
             script_lock.client.ensure_open()?;
             let mut connection = script_lock.client.command_connection();
-            Ok(eval_async(&mut connection, &SCRIPTS.acquire, &call).await?)
+            let script = script_lock.calls.acquire_script();
+            Ok(eval_async(&mut connection, script, &call).await?)
         });
         InFlightAttempt {
             call: Some(call),

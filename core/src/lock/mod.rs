@@ -113,18 +113,20 @@ impl ReadWriteLock {
         keys: Arc<LockKeys>,
         local: Arc<LocalLock>,
     ) -> Self {
-        let read = Lock {
-            client,
-            calls: Arc::new(calls::KeyedCalls::new(&keys)),
-            keys,
-            local,
-            mode: Mode::Read,
+        let view = |mode| {
+            let announcement_ms = announcement_ms(&client.config);
+            Lock {
+                client: client.clone(),
+                calls: Arc::new(calls::KeyedCalls::new(&keys, mode, announcement_ms)),
+                keys: keys.clone(),
+                local: local.clone(),
+                mode,
+            }
         };
-        let write = Lock {
-            mode: Mode::Write,
-            ..read.clone()
-        };
-        ReadWriteLock { read, write }
+        ReadWriteLock {
+            read: view(Mode::Read),
+            write: view(Mode::Write),
+        }
     }
     /// The shared view.
     pub fn read(&self) -> Lock {
@@ -210,7 +212,10 @@ impl Lock {
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let reply = self
             .client
-            .eval_cmd(&SCRIPTS.release, &self.release_call(owner.token()))
+            .eval_cmd(
+                self.calls.release_script(),
+                &self.release_call(owner.token()),
+            )
             .await?;
         self.released(owner, reply, &releasing)
     }
@@ -220,17 +225,15 @@ impl Lock {
         self.client.ensure_open()?;
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let call = self.release_call(owner.token());
-        let reply = (self.client.direct).run(|c| c.eval(&SCRIPTS.release, &call))?;
+        let script = self.calls.release_script();
+        let reply = (self.client.direct).run(|c| c.eval(script, &call))?;
         self.released(owner, reply, &releasing)
     }
 
     /// The release script call for one hold of the owner with `token` (see release.lua).
     fn release_call(&self, token: &str) -> redis::Cmd {
         let mut call = self.calls.release();
-        call.arg(self.mode.as_arg())
-            .arg(token)
-            .arg(self.keys.channel())
-            .arg(self.announcement_ms());
+        call.arg(token);
         call
     }
 
@@ -363,10 +366,9 @@ impl Lock {
         invocation
     }
 
-    /// How long waiters stay announced without renewing, and how long a readers' turn lasts:
-    /// a few re-check periods, since waiters renew at every attempt.
+    /// See [`announcement_ms`].
     pub(crate) fn announcement_ms(&self) -> u64 {
-        (self.client.config.recheck_interval * 4).as_millis() as u64
+        announcement_ms(&self.client.config)
     }
 
     fn watch_key(&self, owner: &Owner) -> WatchKey {
@@ -396,6 +398,12 @@ impl Lock {
             owner_reads,
         })
     }
+}
+
+/// How long waiters stay announced without renewing, and how long a readers' turn lasts: a few
+/// re-check periods, since waiters renew at every attempt.
+fn announcement_ms(config: &crate::config::Config) -> u64 {
+    (config.recheck_interval * 4).as_millis() as u64
 }
 
 /// Lease in milliseconds, or `InvalidArgument` for zero, sub-millisecond or over-long leases.

@@ -9,6 +9,9 @@
 -- as member 'w', when it reads too after a downgrade), and H and Z expire at Z's top score.
 -- A lock that becomes free while writers wait is granted in the same script to the first of
 -- them (H's field 'wg' names that waiter until its own attempt claims the grant).
+-- H's field 'q' goes with a writer's fields: it is set whenever a writer holds while Z, W or WR
+-- may exist (a waiter announced itself while a writer held, a downgrade, a grant, a write taken
+-- past the fast path), so a lone writer's release without it need not look at them.
 --
 -- Calls inside a script cost ~1-7 µs each (a fresh ZADD the most), so the common paths touch
 -- only what exists. The clock and the helpers (clock.lua, grant.lua, helpers.lua) are spliced

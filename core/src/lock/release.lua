@@ -1,4 +1,5 @@
--- Release one hold. ARGV: mode, owner token, wake-up channel, readers' turn ms.
+-- Release one hold, in the mode spliced in below (one script per mode). ARGV: wake-up channel,
+-- readers' turn ms (both the same for every call of a lock handle), owner token.
 -- Returns the holds left for this owner (> 0) | the fence of the hold this ended, a string, when
 -- none are left | -1 - FENCE's value when the owner does not hold the lock in this mode (every
 -- hold of the name with a fence up to that value is gone). Fences tell the client which hold a
@@ -6,16 +7,20 @@
 -- A lock this frees goes at once to the first waiting writer that still listens (grant.lua);
 -- otherwise a release that can let a waiter in is published ('released') while anyone is
 -- announced as waiting (a queue head may wait for this message instead of trying).
-local mode, tok, channel = ARGV[1], ARGV[2], ARGV[3]
+--[[mode]]
+local tok = ARGV[3]
 
 -- Fast path: a lone writer with one hold and no reader waiting for a turn. The lock goes to
 -- the first waiting writer whose announcement is live and whose client listens (grant_next).
+-- A writer's H without the flag 'q' was made by acquire.lua's fast path and nobody has queued
+-- or read since (see prelude.lua), so it needs no look at the other keys.
 local others, ended = false, nil
 if mode == 'w' then
-  local state = redis.call('HMGET', H, 'wo', 'wc', 'wf')
+  local state = redis.call('HMGET', H, 'wo', 'wc', 'wf', 'q')
   ended = state[3]
   -- One EXISTS tells all three apart: Z counts 1, WR 2, W 4 (so 0 = nobody, 4 = only W).
-  others = state[1] == tok and state[2] == '1' and redis.call('EXISTS', Z, WR, WR, W, W, W, W)
+  others = state[1] == tok and state[2] == '1'
+    and (state[4] and redis.call('EXISTS', Z, WR, WR, W, W, W, W) or 0)
   if others == 0 then
     -- Nobody is announced as waiting, so nobody is told: every waiter announces itself in
     -- the attempt that finds the lock held, and one whose announcement ran out (a process
@@ -24,6 +29,7 @@ if mode == 'w' then
     return ended
   end
 end
+local channel, turn_ms = ARGV[1], ARGV[2]
 
 --[[grant]]
 
@@ -58,13 +64,13 @@ if mode == 'w' then
   if redis.call('EXISTS', Z) == 0 then
     redis.call('DEL', H) -- a lone writer: no readers without Z
   else
-    redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'wg')
+    redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'wg', 'q')
     redis.call('ZREM', Z, 'w')
     refresh_ttl()
   end
   -- Readers that waited through this write get their turn before the next writer.
   if waiting_readers() > 0 then
-    announce(WR, 'turn', tonumber(ARGV[4]))
+    announce(WR, 'turn', tonumber(turn_ms))
     turn = true
   end
 else

@@ -6,16 +6,21 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
+use super::Mode;
+
 const PRELUDE: &str = include_str!("prelude.lua");
 const CLOCK: &str = include_str!("clock.lua");
 const GRANT: &str = include_str!("grant.lua");
 const HELPERS: &str = include_str!("helpers.lua");
 const GRANT_MARK: &str = "--[[grant]]";
 const HELPERS_MARK: &str = "--[[helpers]]";
+const MODE_MARK: &str = "--[[mode]]";
 
 pub(crate) struct Scripts {
-    pub acquire: Script,
-    pub release: Script,
+    /// acquire.lua and release.lua once per mode, [write, read]: the mode is written into the
+    /// script rather than sent with every call (Redis builds ARGV anew for each call).
+    acquire: [Script; 2],
+    release: [Script; 2],
     pub extend: Script,
     pub renew: Script,
     pub state: Script,
@@ -44,9 +49,36 @@ fn with_prelude(body: &str) -> Script {
     Script::new(&assemble(body))
 }
 
+/// `body`, which says `--[[mode]]` where its mode is defined, once for writes and once for reads.
+fn per_mode(body: &str) -> [Script; 2] {
+    [Mode::Write, Mode::Read].map(|mode| with_prelude(&with_mode(body, mode)))
+}
+
+fn with_mode(body: &str, mode: Mode) -> String {
+    let definition = format!("local mode = '{}'", mode.as_arg());
+    body.replacen(MODE_MARK, &definition, 1)
+}
+
+impl Scripts {
+    pub(crate) fn acquire(&self, mode: Mode) -> &Script {
+        &self.acquire[mode_index(mode)]
+    }
+
+    pub(crate) fn release(&self, mode: Mode) -> &Script {
+        &self.release[mode_index(mode)]
+    }
+}
+
+fn mode_index(mode: Mode) -> usize {
+    match mode {
+        Mode::Write => 0,
+        Mode::Read => 1,
+    }
+}
+
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    acquire: with_prelude(include_str!("acquire.lua")),
-    release: with_prelude(include_str!("release.lua")),
+    acquire: per_mode(include_str!("acquire.lua")),
+    release: per_mode(include_str!("release.lua")),
     extend: with_prelude(include_str!("extend.lua")),
     renew: with_prelude(include_str!("renew.lua")),
     state: with_prelude(include_str!("state.lua")),
@@ -69,6 +101,26 @@ mod tests {
         include_str!("force_unlock.lua"),
         include_str!("unregister_waiter.lua"),
     ];
+
+    #[test]
+    fn the_per_mode_scripts_define_their_mode_once_before_using_it() {
+        for body in [include_str!("acquire.lua"), include_str!("release.lua")] {
+            for (mode, letter) in [(Mode::Write, 'w'), (Mode::Read, 'r')] {
+                let script = assemble(&with_mode(body, mode));
+                let definition = format!("local mode = '{letter}'");
+                assert_eq!(script.matches(&definition).count(), 1);
+                assert!(!script.contains(MODE_MARK));
+                let line = script.lines().position(|l| l == definition);
+                let first_use = script.lines().position(|l| l.contains("mode =="));
+                assert!(
+                    line.is_some() && line < first_use,
+                    "mode defined as code before use"
+                );
+            }
+        }
+        let [write, read] = &SCRIPTS.acquire;
+        assert_ne!(write.get_hash(), read.get_hash());
+    }
 
     #[test]
     fn every_script_defines_the_clock_and_the_grant_functions_once_and_before_their_users() {

@@ -15,7 +15,7 @@ if mode == 'w' then
       if redis.call('EXISTS', Z) == 0 then
         redis.call('DEL', H)
       else -- the owner also reads (through another call): only the write hold goes
-        redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm')
+        redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'q')
         redis.call('ZREM', Z, 'w')
         refresh_ttl()
       end

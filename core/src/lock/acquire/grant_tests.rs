@@ -299,3 +299,47 @@ async fn a_waiter_whose_client_is_gone_is_not_granted_the_lock() {
     assert!(lock.is_held_by(&next).await.unwrap());
     assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
 }
+
+/// A writer's release skips the waiting sets only when its hold was taken by acquire.lua's
+/// fast path and nobody queued since (H's flag 'q'): holds made any other way while others
+/// wait must hand the lock on down the queue. Here a grant after the last reader left, and a
+/// queue head that took a lock freed by expiry; each time the next writer must hold the lock
+/// as soon as the release returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_that_got_in_while_others_queued_hand_the_lock_down_the_queue() {
+    let fixture = Fixture::new("queue").await;
+    let (write, read) = (fixture.lock.clone(), fixture.read_view());
+    let (reader, a, b, c) = (Owner::random(), owner("a"), owner("b"), owner("c"));
+
+    // Granted when the last reader leaves: nobody held the lock as a writer while they queued.
+    hold_now(&read, &reader).await;
+    announce(&write, "a", "gone-1:a", 10_000).await;
+    announce(&write, "b", "gone-2:b", 10_000).await;
+    read.release(&reader).await.unwrap();
+    assert_eq!(write.hold_count(&a).await.unwrap(), 1);
+    write.release(&a).await.unwrap();
+    assert_eq!(write.hold_count(&b).await.unwrap(), 1);
+    write.release(&b).await.unwrap();
+    assert!(!write.is_locked().await.unwrap());
+
+    // Taken by the queue's head itself, from a lock freed by its lease running out.
+    let holder = Owner::random();
+    let lease = Some(Duration::from_millis(50));
+    write
+        .acquire(&holder, Some(Duration::ZERO), lease)
+        .await
+        .unwrap();
+    announce(&write, "a", "gone-3:a", 10_000).await;
+    announce(&write, "c", "gone-4:c", 10_000).await;
+    while write.is_locked().await.unwrap() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut announcement = Announcement::new(&write, &a, "gone-3:a");
+    let taken = write
+        .attempt(&announced_attempt(&a, "gone-3:a"), &mut announcement)
+        .await
+        .unwrap();
+    assert!(matches!(taken, Attempt::Acquired { count: 1, .. }));
+    write.release(&a).await.unwrap();
+    assert_eq!(write.hold_count(&c).await.unwrap(), 1);
+}
