@@ -12,8 +12,6 @@ use crate::keys::{LockKeys, SCRIPT_KEY_COUNT};
 /// `EVALSHA <sha> 6 <keys>` of acquire.lua and release.lua (the script of one mode), the
 /// release's first two arguments included.
 pub(crate) struct KeyedCalls {
-    acquire_script: &'static Script,
-    release_script: &'static Script,
     acquire: Cmd,
     release: Cmd,
 }
@@ -21,13 +19,10 @@ pub(crate) struct KeyedCalls {
 impl KeyedCalls {
     /// `announcement_ms`: how long a readers' turn lasts (release.lua's second argument).
     pub(crate) fn new(keys: &LockKeys, mode: Mode, announcement_ms: u64) -> Self {
-        let (acquire_script, release_script) = (SCRIPTS.acquire(mode), SCRIPTS.release(mode));
-        let mut release = keyed(release_script, keys);
+        let mut release = keyed(SCRIPTS.release(mode), keys);
         release.arg(keys.channel()).arg(announcement_ms);
         KeyedCalls {
-            acquire_script,
-            release_script,
-            acquire: keyed(acquire_script, keys),
+            acquire: keyed(SCRIPTS.acquire(mode), keys),
             release,
         }
     }
@@ -40,16 +35,6 @@ impl KeyedCalls {
     /// A release call missing only the owner's token.
     pub(crate) fn release(&self) -> Cmd {
         self.release.clone()
-    }
-
-    /// The script the acquire calls run (to load it when the server does not know it).
-    pub(crate) fn acquire_script(&self) -> &'static Script {
-        self.acquire_script
-    }
-
-    /// The script the release calls run.
-    pub(crate) fn release_script(&self) -> &'static Script {
-        self.release_script
     }
 }
 

@@ -21,6 +21,7 @@ use std::time::Duration;
 use tokio::time::Sleep;
 
 use super::calls::eval_async;
+use super::scripts::SCRIPTS;
 use super::{AttemptReply, Lock, ReleaseReply};
 use crate::direct::{DirectConnection, Late};
 use crate::error::{Error, Result};
@@ -91,7 +92,7 @@ impl Undo {
         let releasing = lock.client.watchdog.releasing(key);
         let call = lock.release_call(&self.token);
         let mut connection = lock.client.command_connection();
-        let undo = eval_async(&mut connection, lock.calls.release_script(), &call);
+        let undo = eval_async(&mut connection, SCRIPTS.release(lock.mode), &call);
         match super::acquire::tidy(lock, undo).await? {
             ReleaseReply::NotHeld { .. } => Err(Error::NotHeld),
             ReleaseReply::Left(_) => Ok(()),
@@ -145,7 +146,7 @@ impl InFlightAttempt {
             );
             script_lock.client.ensure_open()?;
             let mut connection = script_lock.client.command_connection();
-            let script = script_lock.calls.acquire_script();
+            let script = SCRIPTS.acquire(script_lock.mode);
             Ok(eval_async(&mut connection, script, &call).await?)
         });
         InFlightAttempt {

@@ -113,15 +113,13 @@ impl ReadWriteLock {
         keys: Arc<LockKeys>,
         local: Arc<LocalLock>,
     ) -> Self {
-        let view = |mode| {
-            let announcement_ms = announcement_ms(&client.config);
-            Lock {
-                client: client.clone(),
-                calls: Arc::new(calls::KeyedCalls::new(&keys, mode, announcement_ms)),
-                keys: keys.clone(),
-                local: local.clone(),
-                mode,
-            }
+        let announcement_ms = announcement_ms(&client.config);
+        let view = |mode| Lock {
+            client: client.clone(),
+            calls: Arc::new(calls::KeyedCalls::new(&keys, mode, announcement_ms)),
+            keys: keys.clone(),
+            local: local.clone(),
+            mode,
         };
         ReadWriteLock {
             read: view(Mode::Read),
@@ -213,7 +211,7 @@ impl Lock {
         let reply = self
             .client
             .eval_cmd(
-                self.calls.release_script(),
+                SCRIPTS.release(self.mode),
                 &self.release_call(owner.token()),
             )
             .await?;
@@ -225,7 +223,7 @@ impl Lock {
         self.client.ensure_open()?;
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let call = self.release_call(owner.token());
-        let script = self.calls.release_script();
+        let script = SCRIPTS.release(self.mode);
         let reply = (self.client.direct).run(|c| c.eval(script, &call))?;
         self.released(owner, reply, &releasing)
     }

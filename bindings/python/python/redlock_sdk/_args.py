@@ -19,7 +19,7 @@ def string(what: str, value: object) -> str:
     ``surrogateescape`` decoding, say) has no UTF-8 form, so it could name no lock nor owner."""
     if not isinstance(value, str):
         raise ArgumentTypeError(f"{what} must be a str, not {type(value).__name__}")
-    if not value.isascii() and not _encodable(value):
+    if not _is_text(value):
         raise InvalidArgumentError(f"{what} must be valid Unicode: it has an unpaired surrogate")
     return value
 
@@ -31,7 +31,7 @@ def optional_string(what: str, value: object) -> str | None:
 def label(text: str) -> str:
     """A label stored with a hold, for people to read: unpaired surrogates become U+FFFD, and an
     empty one (a thread named ``""``) is named by the thread's id."""
-    if not text.isascii() and not _encodable(text):
+    if not _is_text(text):
         text = _SURROGATE.sub("\ufffd", text)
     return text or f"thread {threading.get_ident()}"
 
@@ -39,7 +39,10 @@ def label(text: str) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _encodable(text: str) -> bool:
+def _is_text(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form (no unpaired surrogate); ASCII is checked cheaply."""
+    if text.isascii():
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
