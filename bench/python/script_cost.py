@@ -63,6 +63,9 @@ def lock_script(name: str, mode: str = "w") -> str:
     if "--[[grant]]" in body:
         body = body.replace("--[[grant]]", clock + "\n" + grant, 1)
         body = body.replace("--[[helpers]]", helpers, 1)
+    elif "--[[clock]]" in body:
+        body = body.replace("--[[clock]]", clock, 1)
+        body = body.replace("--[[helpers]]", grant + "\n" + helpers, 1)
     elif "--[[helpers]]" in body:
         body = body.replace("--[[helpers]]", clock + "\n" + grant + "\n" + helpers, 1)
     else:

@@ -287,3 +287,28 @@ async fn a_downgraded_writers_lease_ends_alone_while_its_read_share_lives_on() {
     let info = rw.read().inspect().await.unwrap();
     assert_eq!((info.mode, info.holder_count), (Some(Mode::Read), 2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_whose_share_ran_out_may_wait_to_write() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("expired-share").unwrap();
+    let (o, other) = (Owner::random(), Owner::random());
+    rw.read().acquire(&o, NOW, Some(ms(300))).await.unwrap();
+    rw.read()
+        .acquire(&other, NOW, Some(ms(30_000)))
+        .await
+        .unwrap();
+    tokio::time::sleep(ms(500)).await;
+    // Nothing has looked at the lock since o's share ended: the write attempt finds it first,
+    // and waits behind the other reader instead of refusing an upgrade of a share that is gone.
+    assert_eq!(
+        rw.write()
+            .acquire(&o, Some(ms(300)), Some(ms(10_000)))
+            .await
+            .unwrap_err(),
+        Error::Timeout
+    );
+    rw.read().release(&other).await.unwrap();
+    rw.write().acquire(&o, NOW, Some(ms(10_000))).await.unwrap();
+}

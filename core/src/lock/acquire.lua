@@ -32,11 +32,50 @@ if redis.call('EXISTS', H, W, WR) == 0 then
   return fence .. ':1'
 end
 
---[[helpers]]
+--[[clock]]
 local wait_ms, waiter = ARGV[4], ARGV[5]
+
+-- Announce a waiting writer: its place in the queue is kept from its first announcement on,
+-- while its expiry, lease and metadata (for a grant) are renewed. ttl and lease: ms, as the
+-- caller's strings; existed: whether W exists.
+local function announce_writer(member, ttl, lease, existed)
+  -- W and WI live as long as their latest announcement, never shorter: a TTL is compared first
+  -- unless the key is new. (Not PEXPIRE's GT option: Redis 7 only.) They are made, emptied and
+  -- given a TTL together, so W's TTL is also WI's. (Whether W exists, live or stale, is all
+  -- that matters here: no need to look at its head.)
+  redis.call('ZADD', W, 'NX', string.format('%d', now_us()), member)
+  redis.call('HSET', WI, member, string.format('%d:%s:%s', now() + ttl, lease, meta))
+  if not existed or redis.call('PTTL', W) < tonumber(ttl) then
+    redis.call('PEXPIRE', W, ttl)
+    redis.call('PEXPIRE', WI, ttl)
+  end
+end
+
+-- Second fast path, the common contended case: a writer that will wait finds another writer
+-- holding the lock alone (no Z, so H's TTL is that writer's lease). It announces itself and
+-- learns when the lease ends, as the slow path would, without making the slow path's helpers
+-- (13 % of Redis' work per contended section). Otherwise the slow path keeps the H fields read.
+local state
+if mode == 'w' and wait_ms ~= '0' then
+  state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok, 'wg', 'q')
+  if state[1] and state[1] ~= tok then
+    local present = redis.call('EXISTS', Z, Z, W) -- Z counts 2, W 1
+    if present < 2 then
+      announce_writer(waiter, wait_ms, ARGV[2], present == 1)
+      -- A writer's release then looks at the waiting sets (see prelude.lua).
+      if not state[5] then redis.call('HSET', H, 'q', '1') end
+      local ttl = redis.call('PTTL', H)
+      if ttl > 0 then return ttl end
+      return tonumber(wait_ms)
+    end
+  end
+end
+
+--[[helpers]]
 local lease, wait_ttl = tonumber(ARGV[2]), tonumber(wait_ms)
-purge()
-local state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok, 'wg', 'q')
+if purge() or not state then
+  state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok, 'wg', 'q')
+end
 local writer, readers, my_read, granted, flagged = state[1], state[2], state[3], state[4], state[5]
 
 -- When to look again: when the first lease ends or, if the lock is free but others are
@@ -56,7 +95,8 @@ end
 local function conflict()
   if wait_ttl > 0 then
     if mode == 'w' then
-      announce_writer(waiter, wait_ms, ARGV[2], meta)
+      announce_writer(waiter, wait_ms, ARGV[2], waiters % 2 == 1)
+      if waiters % 2 == 0 then waiters = waiters + 1 end
     else
       announce(WR, 'r:' .. tok, wait_ttl)
     end

@@ -9,8 +9,9 @@ local writers_looked = false
 -- Drops readers (and a Z-tracked writer) whose lease ended, and stale waiting readers: each
 -- holder costs O(log n) once, so no call ever scans all readers. Stale writers' announcements
 -- are dropped by writers_wait() and grant_next(), when a decision depends on them: an attempt
--- that finds another writer holding the lock needs neither.
+-- that finds another writer holding the lock needs neither. Returns whether it changed H.
 local function purge()
+  local purged = false
   -- One weighted EXISTS says which sets exist: W counts 1, WR 2, Z 4.
   local present = redis.call('EXISTS', W, WR, WR, Z, Z, Z, Z)
   waiters = present % 4
@@ -31,6 +32,7 @@ local function purge()
     redis.call('ZREMRANGEBYSCORE', Z, '-inf', now())
     -- While Z exists a writer is in it, so an empty Z means nobody holds the lock.
     if redis.call('EXISTS', Z) == 0 then redis.call('DEL', H) end
+    purged = true
   else
     z_head = first
   end
@@ -38,6 +40,7 @@ local function purge()
       and redis.call('EXISTS', WR) == 0 then
     waiters = waiters - 2
   end
+  return purged
 end
 
 -- Whether writers are announced as waiting: W has a live head. first_writer() drops stale
@@ -66,24 +69,6 @@ local function writer_expiry()
   local score = redis.call('ZSCORE', Z, 'w')
   if score then return tonumber(score) end
   return now() + math.max(redis.call('PTTL', H), 0)
-end
-
--- Announce a waiting writer: its place in the queue is kept from its first announcement on,
--- while its expiry, lease and metadata (for a grant) are renewed. ttl and lease: ms, as the
--- caller's strings.
-local function announce_writer(member, ttl, lease, meta)
-  -- W and WI live as long as their latest announcement, never shorter: a TTL is compared first
-  -- unless the key is new. (Not PEXPIRE's GT option: Redis 7 only.) They are made, emptied and
-  -- given a TTL together, so W's TTL is also WI's. (Whether W exists, live or stale, is all
-  -- that matters here: no need to look at its head.)
-  local existed = waiters % 2 == 1
-  redis.call('ZADD', W, 'NX', string.format('%d', now_us()), member)
-  redis.call('HSET', WI, member, string.format('%d:%s:%s', now() + ttl, lease, meta))
-  if not existed or redis.call('PTTL', W) < tonumber(ttl) then
-    redis.call('PEXPIRE', W, ttl)
-    redis.call('PEXPIRE', WI, ttl)
-  end
-  waiters = waiters + (existed and 0 or 1)
 end
 
 -- Announce a waiting reader (or the readers' turn) in WR, which lives as long as its latest

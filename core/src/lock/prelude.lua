@@ -17,8 +17,9 @@
 -- only what exists. The clock and the helpers (clock.lua, grant.lua, helpers.lua) are spliced
 -- in where a script says --[[helpers]], after its fast path: creating them costs a few µs the
 -- common case need not pay (release.lua takes clock.lua and grant.lua earlier, at --[[grant]],
--- for its granting fast path). Numbers that only pass through (leases, fences) stay strings:
--- Redis formats a Lua number argument with printf's %.17g, ~1k instructions each.
+-- for its granting fast path; acquire.lua the clock alone, at --[[clock]], for its second
+-- fast path). Numbers that only pass through (leases, fences) stay strings: Redis formats a
+-- Lua number argument with printf's %.17g, ~1k instructions each.
 --
 -- Commands are those of Redis 5.0 (the first to replicate a script's effects, so TIME may
 -- precede writes; and ZPOPMIN): no option newer than that.

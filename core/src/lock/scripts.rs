@@ -12,6 +12,7 @@ const PRELUDE: &str = include_str!("prelude.lua");
 const CLOCK: &str = include_str!("clock.lua");
 const GRANT: &str = include_str!("grant.lua");
 const HELPERS: &str = include_str!("helpers.lua");
+const CLOCK_MARK: &str = "--[[clock]]";
 const GRANT_MARK: &str = "--[[grant]]";
 const HELPERS_MARK: &str = "--[[helpers]]";
 const MODE_MARK: &str = "--[[mode]]";
@@ -32,11 +33,18 @@ pub(crate) struct Scripts {
 /// The prelude, then `body` with the clock, the grant functions and the helpers spliced in, in
 /// that order (each uses the ones before): all three where the body says `--[[helpers]]`, or
 /// the clock and the grant functions earlier where it says `--[[grant]]` (ahead of a fast path
-/// that grants). A body with neither mark gets the clock right after the prelude.
+/// that grants), or the clock alone earlier where it says `--[[clock]]` (ahead of a fast path
+/// that reads it). A body with no mark gets the clock right after the prelude.
 fn assemble(body: &str) -> String {
     let body = if body.contains(GRANT_MARK) {
         body.replacen(GRANT_MARK, &format!("{CLOCK}\n{GRANT}"), 1)
             .replacen(HELPERS_MARK, HELPERS, 1)
+    } else if body.contains(CLOCK_MARK) {
+        body.replacen(CLOCK_MARK, CLOCK, 1).replacen(
+            HELPERS_MARK,
+            &format!("{GRANT}\n{HELPERS}"),
+            1,
+        )
     } else if body.contains(HELPERS_MARK) {
         body.replacen(HELPERS_MARK, &format!("{CLOCK}\n{GRANT}\n{HELPERS}"), 1)
     } else {
