@@ -98,3 +98,19 @@ local function reader_done(tok)
   redis.call('ZREM', WR, 'r:' .. tok)
   if waiting_readers() == 0 then redis.call('DEL', WR) end
 end
+
+-- A writer's last hold ends (its release, or a grant given back): a lone writer's H goes; with
+-- readers (Z) only its fields and its lease. Readers that waited through the write get their
+-- turn (turn_ms, the caller's string) before the next writer: returns whether they have it.
+local function end_write(turn_ms)
+  if redis.call('EXISTS', Z) == 0 then
+    redis.call('DEL', H) -- a lone writer: no readers without Z
+  else
+    redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'wg', 'q')
+    redis.call('ZREM', Z, 'w')
+    refresh_ttl()
+  end
+  if waiting_readers() == 0 then return false end
+  announce(WR, 'turn', tonumber(turn_ms))
+  return true
+end

@@ -61,18 +61,7 @@ if left > 0 then return left end
 local readers_left = 0
 local turn = false -- a readers' turn is on: no grant
 if mode == 'w' then
-  if redis.call('EXISTS', Z) == 0 then
-    redis.call('DEL', H) -- a lone writer: no readers without Z
-  else
-    redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'wg', 'q')
-    redis.call('ZREM', Z, 'w')
-    refresh_ttl()
-  end
-  -- Readers that waited through this write get their turn before the next writer.
-  if waiting_readers() > 0 then
-    announce(WR, 'turn', tonumber(turn_ms))
-    turn = true
-  end
+  turn = end_write(turn_ms)
 else
   redis.call('HDEL', H, count_field, 'rf:' .. tok, 'rm:' .. tok)
   readers_left = redis.call('HINCRBY', H, 'n', -1)

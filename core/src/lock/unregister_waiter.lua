@@ -12,16 +12,8 @@ if mode == 'w' then
     -- Granted before it heard: give back the one hold the grant made.
     redis.call('HDEL', H, 'wg')
     if redis.call('HINCRBY', H, 'wc', -1) <= 0 then
-      if redis.call('EXISTS', Z) == 0 then
-        redis.call('DEL', H)
-      else -- the owner also reads (through another call): only the write hold goes
-        redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'q')
-        redis.call('ZREM', Z, 'w')
-        refresh_ttl()
-      end
-      -- As a release of the write would: readers that waited through it have their turn.
-      local turn = waiting_readers() > 0
-      if turn then announce(WR, 'turn', tonumber(ARGV[5])) end
+      -- As a release of the write would (the owner may also read, through another call).
+      local turn = end_write(ARGV[5])
       if turn or redis.call('EXISTS', H) == 1 or not grant_next(channel) then
         redis.call('PUBLISH', channel, 'released')
       end
