@@ -290,18 +290,21 @@ impl ClientInner {
         self.bounded(invocation.invoke_async(&mut connection)).await
     }
 
-    /// Runs a ready-made `EVALSHA` of `script` under the command timeout, loading the script
-    /// once if the server does not know it (a restart or failover forgets scripts).
+    /// Runs a ready-made `EVALSHA` of `script` under the command timeout (behind a `PING` with
+    /// `ping_first`), loading the script once if the server does not know it (a restart or
+    /// failover forgets scripts).
     pub(crate) async fn eval_cmd<T: redis::FromRedisValue>(
         &self,
         script: &redis::Script,
         call: &redis::Cmd,
+        ping_first: bool,
     ) -> Result<T> {
         let mut connection = self.connection.clone();
         self.bounded(crate::lock::calls::eval_async(
             &mut connection,
             script,
             call,
+            ping_first,
         ))
         .await
     }

@@ -147,6 +147,11 @@ impl PubSubHub {
         }
     }
 
+    /// This client's id, the first part of its waiter ids.
+    pub(crate) fn client_id(&self) -> &str {
+        &self.client
+    }
+
     /// A waiter id for one acquire call of `token`: `CLIENT-SEQ:TOKEN`, unique, so that a grant
     /// names exactly one waiting call even when several wait with the same owner token.
     pub(crate) fn waiter_id(&self, token: &str) -> String {

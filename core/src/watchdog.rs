@@ -457,7 +457,7 @@ async fn renew_all(client: &ClientInner) {
         for batch in group.chunks(BATCH) {
             client.watchdog.renew_calls.fetch_add(1, Ordering::Relaxed);
             match client
-                .eval_cmd::<Vec<u8>>(&SCRIPTS.renew, &renew_call(batch, lease_ms))
+                .eval_cmd::<Vec<u8>>(&SCRIPTS.renew, &renew_call(batch, lease_ms), false)
                 .await
             {
                 Ok(renewed) => {

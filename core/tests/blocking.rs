@@ -371,3 +371,51 @@ fn direct_calls_with_timeouts_too_long_to_count_still_work() {
     let client = Client::from_builder(builder).unwrap();
     direct_cycle(&client, "direct-huge-timeouts");
 }
+
+#[test]
+fn direct_releases_go_behind_a_ping_after_a_grant_to_another_client() {
+    direct_release_behind_ping(RedisServer::start());
+    direct_release_behind_ping(RedisServer::start_tls());
+}
+
+/// As grants.rs' async test, on the direct sockets (plain, or redis-rs' over TLS).
+fn direct_release_behind_ping(server: RedisServer) {
+    let pings = || {
+        let info = server.command(&["INFO", "commandstats"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix("cmdstat_ping:calls="))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |n| n.parse::<u64>().unwrap())
+    };
+    let holder_client = Client::connect(&server.url()).unwrap();
+    let waiter_client = Client::connect(&server.url()).unwrap();
+    let lock = holder_client.lock("direct-behind-ping").unwrap();
+    let holder = Owner::random();
+    let lease = Some(Duration::from_secs(30));
+    lock.acquire(&holder, Some(Duration::ZERO), lease).unwrap();
+    let waiter_lock = waiter_client.lock("direct-behind-ping").unwrap();
+    let stats = waiter_client.lock("direct-behind-ping").unwrap();
+    let waiting = thread::spawn(move || {
+        let me = Owner::random();
+        waiter_lock
+            .acquire(&me, Some(Duration::from_secs(10)), lease)
+            .unwrap();
+        waiter_lock.release(&me).unwrap();
+    });
+    while stats.stats().unwrap().failed_attempts < 2 {
+        thread::sleep(Duration::from_millis(2));
+    }
+    lock.release(&holder).unwrap(); // granted to the waiter's client
+    waiting.join().unwrap();
+    assert_eq!(pings(), 0);
+
+    lock.acquire(&holder, Some(Duration::ZERO), lease).unwrap();
+    assert!(server.command(&["SCRIPT", "FLUSH"]).starts_with("+OK"));
+    assert_eq!(lock.release(&holder).unwrap(), 0);
+    assert!(pings() >= 1);
+
+    let before = pings();
+    lock.acquire(&holder, Some(Duration::ZERO), lease).unwrap();
+    assert_eq!(lock.release(&holder).unwrap(), 0);
+    assert_eq!(pings(), before);
+}

@@ -11,9 +11,15 @@ use redlock_core::Owner;
 
 /// `calls=` of `cmdstat_evalsha` in INFO commandstats.
 fn evalsha_calls(server: &RedisServer) -> u64 {
+    command_calls(server, "evalsha")
+}
+
+/// `calls=` of `cmdstat_<command>` in INFO commandstats.
+fn command_calls(server: &RedisServer, command: &str) -> u64 {
     let info = server.command(&["INFO", "commandstats"]);
+    let prefix = format!("cmdstat_{command}:calls=");
     info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|rest| rest.split(',').next())
         .map_or(0, |n| n.parse().unwrap())
 }
@@ -145,6 +151,56 @@ async fn local_writers_are_granted_the_lock_while_queued_behind_the_gate() {
         per_section <= 2.5,
         "{per_section:.2} script calls per section"
     );
+    // Grants to this client's own waiters: no release went behind a PING.
+    assert_eq!(command_calls(&server, "ping"), 0);
+    assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_after_a_grant_to_another_client_goes_behind_a_ping() {
+    // Its grant message is then written before its reply (see calls::behind_ping), and only
+    // while this client's releases of the name keep granting it to other clients.
+    let server = RedisServer::start();
+    let holder_client = connect(&server).await;
+    let waiter_client = builder(&server)
+        .recheck_interval(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let lock = holder_client.lock("behind-ping").unwrap();
+    let holder = Owner::random();
+    let lease = Some(ms(30_000));
+    lock.acquire(&holder, NOW, lease).await.unwrap();
+    let waiter_lock = waiter_client.lock("behind-ping").unwrap();
+    let stats = waiter_lock.clone();
+    let waiting = tokio::spawn(async move {
+        let me = Owner::random();
+        let wait = Some(Duration::from_secs(10));
+        let hold = waiter_lock.acquire(&me, wait, lease).await.unwrap();
+        waiter_lock.release(&me).await.unwrap();
+        hold
+    });
+    while stats.stats().failed_attempts < 2 {
+        tokio::time::sleep(ms(2)).await;
+    }
+    let pings = || command_calls(&server, "ping");
+    lock.release(&holder).await.unwrap(); // granted to the waiter's client
+    let granted = waiting.await.unwrap();
+    assert_eq!(pings(), 0, "no grant before it, so no PING");
+
+    // A script the server forgot is loaded and the call made again, PING and all.
+    lock.acquire(&holder, NOW, lease).await.unwrap();
+    server.command(&["SCRIPT", "FLUSH"]);
+    assert_eq!(lock.release(&holder).await.unwrap(), 0);
+    assert!(pings() >= 1);
+    assert!(!lock.is_locked().await.unwrap());
+
+    // That release granted nothing: the next one goes alone.
+    let before = pings();
+    let hold = lock.acquire(&holder, NOW, lease).await.unwrap();
+    assert!(hold.fencing_token() > granted.fencing_token());
+    lock.release(&holder).await.unwrap();
+    assert_eq!(pings(), before);
     assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
 }
 

@@ -32,17 +32,20 @@ pub(crate) enum DirectConnection {
 }
 
 impl DirectConnection {
-    /// Runs an `EVALSHA` of `script`, loading the script first if the server forgot it.
+    /// Runs an `EVALSHA` of `script` (behind a `PING` with `ping_first`), loading the script
+    /// first if the server forgot it.
     pub(crate) fn eval<T: FromRedisValue>(
         &mut self,
         script: &Script,
         call: &Cmd,
+        ping_first: bool,
     ) -> RedisResult<T> {
+        use crate::lock::calls::eval_sync;
         match self {
-            DirectConnection::Plain(wire) => crate::lock::calls::eval_sync(wire, script, call),
+            DirectConnection::Plain(wire) => eval_sync(wire, script, call, ping_first),
             DirectConnection::Tls(connection) => {
                 let _signals = SignalsHeldOff::new();
-                crate::lock::calls::eval_sync(connection, script, call)
+                eval_sync(connection, script, call, ping_first)
             }
         }
     }

@@ -308,7 +308,7 @@ impl Lock {
             args.waiter,
         );
         let reply = self.client.direct.run_or_hand_over(
-            |c| c.eval(SCRIPTS.acquire(self.mode), &call),
+            |c| c.eval(SCRIPTS.acquire(self.mode), &call, false),
             // Timed out: Redis may still run it; its caller hears `Connection`, so it is undone.
             |late| {
                 let token = args.owner.token();

@@ -47,17 +47,26 @@ fn keyed(script: &Script, keys: &LockKeys) -> Cmd {
 }
 
 /// Runs `call`, an `EVALSHA` of `script`, on a plain connection, loading the script once if the
-/// server does not know it (a restart or failover forgets scripts).
+/// server does not know it (a restart or failover forgets scripts). With `ping_first` the call
+/// goes out behind a `PING`, in the same write (see [`behind_ping`]).
 pub(crate) fn eval_sync<T: FromRedisValue>(
     connection: &mut dyn ConnectionLike,
     script: &Script,
     call: &Cmd,
+    ping_first: bool,
 ) -> RedisResult<T> {
     let no_script = redis::ErrorKind::Server(redis::ServerErrorKind::NoScript);
-    match call.query(connection) {
+    let run = |connection: &mut dyn ConnectionLike| {
+        if ping_first {
+            behind_ping(call).query(connection).map(|(reply,)| reply)
+        } else {
+            call.query(connection)
+        }
+    };
+    match run(connection) {
         Err(e) if e.kind() == no_script => {
             script.load(connection)?;
-            call.query(connection)
+            run(connection)
         }
         other => other,
     }
@@ -68,13 +77,43 @@ pub(crate) async fn eval_async<T: FromRedisValue, C: redis::aio::ConnectionLike>
     connection: &mut C,
     script: &Script,
     call: &Cmd,
+    ping_first: bool,
 ) -> RedisResult<T> {
     let no_script = redis::ErrorKind::Server(redis::ServerErrorKind::NoScript);
-    match call.query_async(connection).await {
+    match query_async(connection, call, ping_first).await {
         Err(e) if e.kind() == no_script => {
             script.load_async(connection).await?;
-            call.query_async(connection).await
+            query_async(connection, call, ping_first).await
         }
         other => other,
     }
+}
+
+async fn query_async<T: FromRedisValue, C: redis::aio::ConnectionLike>(
+    connection: &mut C,
+    call: &Cmd,
+    ping_first: bool,
+) -> RedisResult<T> {
+    if ping_first {
+        let (reply,) = behind_ping(call).query_async(connection).await?;
+        Ok(reply)
+    } else {
+        call.query_async(connection).await
+    }
+}
+
+/// `call` behind a `PING`, for a release that is likely to grant the lock to another client's
+/// waiter: that waiter then hears of its grant before the releaser hears its reply.
+///
+/// Redis writes the output of one event-loop turn client by client, the client whose first
+/// output of the turn came last first (it puts each at the head of its pending-writes list).
+/// A script's grant message is queued while it runs and its reply after it ends, so the
+/// releaser's reply would be written, and the releaser woken, before the waiter's grant; the
+/// `PONG` queues the releaser before the script runs. Measured on Rust's P4 (4 processes on 2
+/// cores, A/B): hand-off p50 117–122 µs alone, 105–110 µs behind a `PING`, 121–127 µs with the
+/// `PING` after the call instead (the order, not the extra command, makes the difference).
+fn behind_ping(call: &Cmd) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.cmd("PING").ignore().add_command(call.clone());
+    pipe
 }

@@ -32,7 +32,7 @@ end
 -- connection is down) is dropped from the queue instead of holding the lock for a whole
 -- lease; a live one re-announces at its next attempt. (Redis also counts pattern subscribers,
 -- so a tool subscribed to '*' makes every waiter look alive, as before this check.) Returns
--- false when no such writer waits (H is then as it was).
+-- the new holder's client id, or false when no such writer waits (H is then as it was).
 local function grant_next(channel)
   while true do
     -- The head leaves the queue whatever happens next (ZPOPMIN: one call for ZRANGE + ZREM).
@@ -43,16 +43,16 @@ local function grant_next(channel)
     redis.call('HDEL', WI, member)
     if info and announced_until(info) > now() then
       local fence = string.format('%d', redis.call('INCR', FENCE))
+      local client = string.match(member, '^[^:-]*')
       -- Subscribers see the message only after this script, when H below is written.
-      local heard = redis.call('PUBLISH', channel .. ':' .. string.match(member, '^[^:-]*'),
-        'g:' .. fence .. ':' .. member)
+      local heard = redis.call('PUBLISH', channel .. ':' .. client, 'g:' .. fence .. ':' .. member)
       if heard > 0 then
         local _, lease, meta = string.match(info, '^(%d+):(%d+):(.*)$')
         local tok = string.match(member, '^[^:]*:(.*)$')
         redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'wg', member,
           'q', '1')
         redis.call('PEXPIRE', H, lease)
-        return true
+        return client
       end
     end
   end

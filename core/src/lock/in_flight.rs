@@ -92,13 +92,13 @@ impl Undo {
         let releasing = lock.client.watchdog.releasing(key);
         let call = lock.release_call(&self.token);
         let mut connection = lock.client.command_connection();
-        let undo = eval_async(&mut connection, SCRIPTS.release(lock.mode), &call);
+        let undo = eval_async(&mut connection, SCRIPTS.release(lock.mode), &call, false);
         match super::acquire::tidy(lock, undo).await? {
             ReleaseReply::NotHeld { .. } => Err(Error::NotHeld),
             ReleaseReply::Left(_) => Ok(()),
             // The owner's hold ended here (its other calls released their counts first): the
             // watchdog must not keep it, nor call it lost at its next renewal.
-            ReleaseReply::Ended { fence } => {
+            ReleaseReply::Ended { fence, .. } => {
                 lock.client.watchdog.forget(key, fence, &releasing);
                 Ok(())
             }
@@ -147,7 +147,7 @@ impl InFlightAttempt {
             script_lock.client.ensure_open()?;
             let mut connection = script_lock.client.command_connection();
             let script = SCRIPTS.acquire(script_lock.mode);
-            Ok(eval_async(&mut connection, script, &call).await?)
+            Ok(eval_async(&mut connection, script, &call, false).await?)
         });
         InFlightAttempt {
             call: Some(call),

@@ -9,7 +9,7 @@ mod replies;
 pub(crate) mod scripts;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::client::{ClientInner, MAX_LEASE};
@@ -78,6 +78,8 @@ pub(crate) struct LocalLock {
     /// Left by the last gate holder: the channel's message count when it acquired the lock,
     /// or [`NO_HANDOFF`].
     handoff_messages: AtomicU64,
+    /// The last release of this name that ended a hold granted the lock to another client.
+    grants_elsewhere: AtomicBool,
     failed_attempts: AtomicU64,
     waits: AtomicU64,
     wait_nanos: AtomicU64,
@@ -92,6 +94,7 @@ impl Default for LocalLock {
         LocalLock {
             gate: tokio::sync::Mutex::new(()),
             handoff_messages: AtomicU64::new(NO_HANDOFF),
+            grants_elsewhere: AtomicBool::new(false),
             failed_attempts: AtomicU64::new(0),
             waits: AtomicU64::new(0),
             wait_nanos: AtomicU64::new(0),
@@ -208,13 +211,10 @@ impl Lock {
         // Marked before the call: a renewal that finds the hold gone meanwhile leaves the
         // verdict to this release (it may be what ended the hold).
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
-        let reply = self
-            .client
-            .eval_cmd(
-                SCRIPTS.release(self.mode),
-                &self.release_call(owner.token()),
-            )
-            .await?;
+        let call = self.release_call(owner.token());
+        let ping_first = self.local.grants_elsewhere.load(Ordering::Relaxed);
+        let script = SCRIPTS.release(self.mode);
+        let reply = self.client.eval_cmd(script, &call, ping_first).await?;
         self.released(owner, reply, &releasing)
     }
 
@@ -223,8 +223,9 @@ impl Lock {
         self.client.ensure_open()?;
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let call = self.release_call(owner.token());
+        let ping_first = self.local.grants_elsewhere.load(Ordering::Relaxed);
         let script = SCRIPTS.release(self.mode);
-        let reply = (self.client.direct).run(|c| c.eval(script, &call))?;
+        let reply = (self.client.direct).run(|c| c.eval(script, &call, ping_first))?;
         self.released(owner, reply, &releasing)
     }
 
@@ -239,8 +240,15 @@ impl Lock {
     fn released(&self, owner: &Owner, reply: ReleaseReply, releasing: &Releasing) -> Result<u32> {
         match reply {
             ReleaseReply::Left(left) => Ok(left),
-            ReleaseReply::Ended { fence } => {
+            ReleaseReply::Ended { fence, granted_to } => {
                 (self.client.watchdog).forget(|| self.watch_key(owner), fence, releasing);
+                // The next release of this name goes behind a PING while releases grant the
+                // lock to other clients' waiters (see `calls::behind_ping`); a grant to one of
+                // ours wakes this process anyway.
+                let elsewhere = granted_to.is_some_and(|id| id != self.client.pubsub.client_id());
+                self.local
+                    .grants_elsewhere
+                    .store(elsewhere, Ordering::Relaxed);
                 Ok(0)
             }
             ReleaseReply::NotHeld { upto } => {

@@ -1,7 +1,8 @@
 -- Release one hold, in the mode spliced in below (one script per mode). ARGV: wake-up channel,
 -- readers' turn ms (both the same for every call of a lock handle), owner token.
 -- Returns the holds left for this owner (> 0) | the fence of the hold this ended, a string, when
--- none are left | -1 - FENCE's value when the owner does not hold the lock in this mode (every
+-- none are left, followed by ':' and the client id of the waiter it granted the lock to, if it
+-- did | -1 - FENCE's value when the owner does not hold the lock in this mode (every
 -- hold of the name with a fence up to that value is gone). Fences tell the client which hold a
 -- release ended, so its watchdog forgets that one and not a newer hold of the same owner.
 -- A lock this frees goes at once to the first waiting writer that still listens (grant.lua);
@@ -36,10 +37,10 @@ local channel, turn_ms = ARGV[1], ARGV[2]
 if others == 4 then
   -- grant_next overwrites every field of a lone writer's H; with nobody to take it, the lock
   -- is free and stalled waiters (announcements run out) may look now.
-  if not grant_next(channel) then
-    redis.call('DEL', H)
-    redis.call('PUBLISH', channel, 'released')
-  end
+  local to = grant_next(channel)
+  if to then return ended .. ':' .. to end
+  redis.call('DEL', H)
+  redis.call('PUBLISH', channel, 'released')
   return ended
 end
 
@@ -76,8 +77,8 @@ if readers_left <= 0 and waiters > 0 then
   -- The last reader out does not cut short a readers' turn that some of its readers have not
   -- used yet (woken with the others, they are on their way): the grant waits for its end.
   if free and mode ~= 'w' then turn = readers_turn() and waiting_readers() > 0 end
-  if turn or not free or not grant_next(channel) then
-    redis.call('PUBLISH', channel, 'released')
-  end
+  local to = not turn and free and grant_next(channel)
+  if to then return fence .. ':' .. to end
+  redis.call('PUBLISH', channel, 'released')
 end
 return fence

@@ -41,12 +41,16 @@ impl redis::FromRedisValue for AttemptReply {
 }
 
 /// One release script reply (see release.lua).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum ReleaseReply {
     /// The owner still has this many holds in this mode.
     Left(u32),
-    /// The owner's last hold in this mode ended; it had this fencing token.
-    Ended { fence: u64 },
+    /// The owner's last hold in this mode ended; it had this fencing token. The release
+    /// granted the lock to a waiter of the client `granted_to` (its id), if it did.
+    Ended {
+        fence: u64,
+        granted_to: Option<String>,
+    },
     /// The owner held nothing in this mode; every hold of the name with a fence up to `upto`
     /// is gone (a hold with a larger one was taken after this release ran).
     NotHeld { upto: u64 },
@@ -55,10 +59,18 @@ pub(super) enum ReleaseReply {
 impl redis::FromRedisValue for ReleaseReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let parsed = match &v {
-            Value::BulkString(text) => std::str::from_utf8(text)
-                .ok()
-                .and_then(|fence| fence.parse().ok())
-                .map(|fence| ReleaseReply::Ended { fence }),
+            // 'fence' or 'fence:client'
+            Value::BulkString(text) => std::str::from_utf8(text).ok().and_then(|text| {
+                let (fence, granted_to) = match text.split_once(':') {
+                    Some((fence, client)) if !client.is_empty() => (fence, Some(client.into())),
+                    Some(_) => return None,
+                    None => (text, None),
+                };
+                Some(ReleaseReply::Ended {
+                    fence: fence.parse().ok()?,
+                    granted_to,
+                })
+            }),
             Value::Int(left) if *left > 0 => u32::try_from(*left).ok().map(ReleaseReply::Left),
             Value::Int(below) if *below < 0 => Some(ReleaseReply::NotHeld {
                 upto: below.unsigned_abs() - 1,
@@ -145,7 +157,15 @@ mod tests {
         assert_eq!(
             release(text("9007199254740993")),
             Ok(ReleaseReply::Ended {
-                fence: 9_007_199_254_740_993
+                fence: 9_007_199_254_740_993,
+                granted_to: None,
+            })
+        );
+        assert_eq!(
+            release(text("12:5f0c9a1e33b2")),
+            Ok(ReleaseReply::Ended {
+                fence: 12,
+                granted_to: Some("5f0c9a1e33b2".into()),
             })
         );
         assert_eq!(
@@ -169,6 +189,9 @@ mod tests {
             text(""),
             text("-1"),
             text("x"),
+            text("12:"),
+            text(":ab"),
+            text("x:ab"),
         ] {
             assert!(release(bad.clone()).is_err(), "{bad:?} parsed");
         }
