@@ -36,11 +36,7 @@ async fn writers_of_different_clients_get_a_freed_lock_in_arrival_order() {
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut waiters = Vec::new();
     for i in 0..4 {
-        let client = builder(&server)
-            .recheck_interval(Duration::from_secs(60))
-            .connect()
-            .await
-            .unwrap();
+        let client = connect_without_rechecks(&server).await;
         let (waiter_lock, order) = (client.lock("fifo").unwrap(), order.clone());
         waiters.push(tokio::spawn(async move {
             let me = Owner::random();
@@ -71,11 +67,7 @@ async fn writers_of_different_clients_get_a_freed_lock_in_arrival_order() {
 async fn a_granted_waiter_is_in_without_another_round_trip() {
     let server = RedisServer::start();
     let holder_client = connect(&server).await;
-    let waiter_client = builder(&server)
-        .recheck_interval(Duration::from_secs(60))
-        .connect()
-        .await
-        .unwrap();
+    let waiter_client = connect_without_rechecks(&server).await;
     let lock = holder_client.lock("one-trip").unwrap();
     let holder = Owner::random();
     // Once before, so that the release script is loaded (a first EVALSHA fails with NOSCRIPT).
@@ -115,11 +107,7 @@ async fn local_writers_are_granted_the_lock_while_queued_behind_the_gate() {
     // Eight tasks of one client: after a release the next holder needs no attempt of its own,
     // so each section costs its first attempt and its release.
     let server = RedisServer::start();
-    let client = builder(&server)
-        .recheck_interval(Duration::from_secs(60))
-        .connect()
-        .await
-        .unwrap();
+    let client = connect_without_rechecks(&server).await;
     let inside = Arc::new(Mutex::new(0u32));
     let before = evalsha_calls(&server);
     let mut tasks = Vec::new();
@@ -162,11 +150,7 @@ async fn a_release_after_a_grant_to_another_client_goes_behind_a_ping() {
     // while this client's releases of the name keep granting it to other clients.
     let server = RedisServer::start();
     let holder_client = connect(&server).await;
-    let waiter_client = builder(&server)
-        .recheck_interval(Duration::from_secs(60))
-        .connect()
-        .await
-        .unwrap();
+    let waiter_client = connect_without_rechecks(&server).await;
     let lock = holder_client.lock("behind-ping").unwrap();
     let holder = Owner::random();
     let lease = Some(ms(30_000));

@@ -14,11 +14,7 @@ async fn a_release_wakes_the_waiter_without_polling() {
     // within the 5 s wait.
     let server = RedisServer::start();
     let holder_client = connect(&server).await;
-    let waiter_client = builder(&server)
-        .recheck_interval(Duration::from_secs(60))
-        .connect()
-        .await
-        .unwrap();
+    let waiter_client = connect_without_rechecks(&server).await;
     let holder = Owner::random();
     holder_client
         .lock("notify")

@@ -243,8 +243,9 @@ impl Lock {
             ReleaseReply::Ended { fence, granted_to } => {
                 (self.client.watchdog).forget(|| self.watch_key(owner), fence, releasing);
                 // The next release of this name goes behind a PING while releases grant the
-                // lock to other clients' waiters (see `calls::behind_ping`); a grant to one of
-                // ours wakes this process anyway.
+                // lock to other clients' waiters (see `calls::behind_ping`). A grant to one of
+                // this client's own waiters needs none: the reply and the grant both come to
+                // this process.
                 let elsewhere = granted_to.is_some_and(|id| id != self.client.pubsub.client_id());
                 self.local
                     .grants_elsewhere

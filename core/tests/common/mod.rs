@@ -21,6 +21,16 @@ pub fn builder(server: &RedisServer) -> ClientBuilder {
     Client::builder(server.url())
 }
 
+/// A client whose waiters re-check only once a minute: within a test, only a grant or a
+/// pub/sub message can wake them.
+pub async fn connect_without_rechecks(server: &RedisServer) -> Client {
+    builder(server)
+        .recheck_interval(Duration::from_secs(60))
+        .connect()
+        .await
+        .expect("connect")
+}
+
 /// Every key the locks left in Redis, except the per-slot fencing counters (which stay by design).
 pub fn lock_keys(server: &RedisServer) -> Vec<String> {
     let reply = server.command(&["KEYS", "*"]);
