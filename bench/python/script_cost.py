@@ -190,7 +190,8 @@ def contended(r: redis.Redis, owners: int = 2):
         return r.evalsha(acquire_sha, 6, *KEYS, tokens[owner], 10_000, META, 1_000, waiter)
 
     def release(owner: str) -> bool:
-        """Whether the owner's last hold ended (the reply is then its fence, as text)."""
+        """Whether the owner's last hold ended (the reply is then text: its fence, and
+        ":client" when it granted the lock)."""
         reply = r.evalsha(release_sha, 6, *KEYS, CHANNEL, 2_000, tokens[owner])
         return isinstance(reply, bytes)
 
