@@ -6,7 +6,9 @@
 //! - fork-safe: a child process never touches the parent's runtime or connections. A client used
 //!   after `fork()` reconnects transparently in the child (with the same settings), and the
 //!   runtime is re-created there (the parent's threads do not exist in the child);
-//! - a waiting acquire can be cancelled from another thread through a [`CancelToken`].
+//! - a waiting acquire can be cancelled from another thread through a [`CancelToken`];
+//! - an acquire may also wait without holding a thread: [`Lock::start_acquire`] returns a
+//!   [`PendingAcquire`] when the lock is taken (see [`pending`]).
 
 use std::cell::Cell;
 use std::future::Future;
@@ -24,6 +26,9 @@ use crate::lock::{AcquireOptions, Hold, LockStats, Mode};
 use crate::owner::Owner;
 
 pub use tokio_util::sync::CancellationToken as CancelToken;
+
+pub mod pending;
+pub use pending::{PendingAcquire, Started};
 
 struct ProcessRuntime {
     pid: u32,

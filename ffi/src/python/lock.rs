@@ -2,14 +2,13 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 
 use redlock_core::{AcquireOptions, Error, Hold, Mode, blocking};
 
 use super::error::{NativeError, lease_seconds, seconds, wait_seconds};
 use super::on_runtime;
 use super::owner::NativeOwner;
-use super::pending::{PendingAcquire, acquiring};
+use super::pending::PendingAcquire;
 use super::records::LockInfoRecord;
 
 /// One view of a lock name. Every call names its owner: the Python layer picks it (one per
@@ -45,13 +44,13 @@ impl NativeLock {
         owner: &NativeOwner,
         wait: f64,
         lease: f64,
-    ) -> Result<(redlock_core::Lock, redlock_core::Owner, AcquireOptions), NativeError> {
+    ) -> Result<(redlock_core::Owner, AcquireOptions), NativeError> {
         let options = AcquireOptions {
             wait: wait_seconds(wait)?,
             lease: lease_seconds(lease)?,
             label: Some(self.label.as_ref().unwrap_or(&owner.label).clone()),
         };
-        Ok((self.async_view()?, owner.owner.clone(), options))
+        Ok((owner.owner.clone(), options))
     }
 
     /// The async view of this process (the client reconnects after a fork).
@@ -91,26 +90,14 @@ impl NativeLock {
     ) -> Result<bool, NativeError> {
         let first_wait = seconds("first_wait", first_wait)?;
         let owner = NativeOwner::by_id(owner_id)?;
-        let (view, owner, options) = self.prepare(&owner, wait, lease)?;
-        let mut acquiring = acquiring(view.clone(), owner.clone(), options);
-        // The first poll makes the first attempt on this thread (see the core's `direct`); only
-        // an acquire still waiting after it needs the timer, which must be made inside the
-        // runtime, hence the async block.
-        let done = blocking::block_on(async {
-            let first = std::future::poll_fn(|cx| Poll::Ready(acquiring.as_mut().poll(cx))).await;
-            match first {
-                Poll::Ready(result) => Ok(result),
-                Poll::Pending => tokio::time::timeout(first_wait, &mut acquiring).await,
-            }
-        });
-        match done {
-            Ok(Ok(hold)) => {
+        let (owner, options) = self.prepare(&owner, wait, lease)?;
+        match self.lock.start_acquire(&owner, options, None, first_wait)? {
+            blocking::Started::Acquired(hold) => {
                 self.holds.record(&hold);
                 Ok(true)
             }
-            Ok(Err(err)) => Err(err.into()),
-            Err(_still_waiting) => {
-                let pending = PendingAcquire::start(acquiring, view, owner, self.holds.clone());
+            blocking::Started::Waiting(pending) => {
+                let pending = PendingAcquire::new(pending, self.holds.clone());
                 self.parked.lock().unwrap().insert(ticket, pending);
                 Ok(false)
             }
@@ -130,14 +117,9 @@ impl NativeLock {
         wait: f64,
         lease: f64,
     ) -> Result<Arc<PendingAcquire>, NativeError> {
-        let (view, owner, options) = self.prepare(&owner, wait, lease)?;
-        let acquiring = acquiring(view.clone(), owner.clone(), options);
-        Ok(PendingAcquire::start(
-            acquiring,
-            view,
-            owner,
-            self.holds.clone(),
-        ))
+        let (owner, options) = self.prepare(&owner, wait, lease)?;
+        let pending = self.lock.begin_acquire(&owner, options, None)?;
+        Ok(PendingAcquire::new(pending, self.holds.clone()))
     }
 
     /// Releases one hold of the owner with id `owner_id`; returns how many holds it still has

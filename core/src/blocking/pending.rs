@@ -1,0 +1,278 @@
+//! Acquires that wait without holding a thread: [`Lock::start_acquire`] makes the first attempt
+//! on the calling thread (over its own socket, like every blocking call) and, when the lock is
+//! taken, lets the acquire go on waiting on the shared runtime as a [`PendingAcquire`], keeping
+//! its place in the queue. For bindings whose callers must not park an OS thread per waiter
+//! (Go's goroutines, Python's asyncio and Ctrl-C).
+//!
+//! Guarantees:
+//! - the outcome is handed out once ([`PendingAcquire::wait`]); the notification
+//!   ([`PendingAcquire::on_finished`]) fires once, also when the acquire fails or is cancelled;
+//! - no hold is leaked: cancelling or dropping a `PendingAcquire` whose acquire succeeded but
+//!   whose hold was not taken releases that hold in the background, and a running acquire is
+//!   cancelled, leaving nothing in Redis;
+//! - a forked child's copy never cancels or releases anything of its parent's.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::{CancelToken, Lock, block_on, runtime};
+use crate::error::{Error, Result};
+use crate::lock::{AcquireOptions, Hold};
+use crate::owner::Owner;
+
+/// How [`Lock::start_acquire`] ended.
+pub enum Started {
+    /// Acquired within the first wait: the hold is the caller's.
+    Acquired(Hold),
+    /// Still waiting, on the runtime now.
+    Waiting(PendingAcquire),
+}
+
+type Acquiring = Pin<Box<dyn Future<Output = Result<Hold>> + Send>>;
+
+type Notify = Box<dyn FnOnce() + Send>;
+
+impl Lock {
+    /// Starts an acquire: the first attempt runs on this thread, which then waits at most
+    /// `first_wait` for the lock (zero: not at all). An acquire still waiting after that goes on
+    /// on the shared runtime without losing its place. `cancel`, triggered from anywhere, ends it
+    /// with `Cancelled` (through [`PendingAcquire::wait`] once it waits in the background).
+    pub fn start_acquire(
+        &self,
+        owner: &Owner,
+        options: AcquireOptions,
+        cancel: Option<&CancelToken>,
+        first_wait: Duration,
+    ) -> Result<Started> {
+        let lock = self.current()?;
+        // A child token: the caller's cancels the acquire, and abandoning it cancels only it.
+        let cancel = cancel.map(CancelToken::child_token).unwrap_or_default();
+        let mut acquiring = acquiring(lock.clone(), owner.clone(), options, cancel.clone());
+        // The first poll makes the first attempt on this thread (see `direct`); only an acquire
+        // still waiting after it needs a timer, which must be made inside the runtime.
+        let first = block_on(async {
+            let first = std::future::poll_fn(|cx| Poll::Ready(acquiring.as_mut().poll(cx))).await;
+            match first {
+                Poll::Ready(result) => Some(result),
+                Poll::Pending if first_wait.is_zero() => None,
+                Poll::Pending => tokio::time::timeout(first_wait, &mut acquiring).await.ok(),
+            }
+        });
+        match first {
+            Some(result) => result.map(Started::Acquired),
+            None => Ok(Started::Waiting(PendingAcquire::spawn(
+                acquiring,
+                lock,
+                owner.clone(),
+                cancel,
+            ))),
+        }
+    }
+
+    /// Starts an acquire on the shared runtime without blocking this thread at all (for callers
+    /// that are async themselves); see [`Lock::start_acquire`].
+    pub fn begin_acquire(
+        &self,
+        owner: &Owner,
+        options: AcquireOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Result<PendingAcquire> {
+        let lock = self.current()?;
+        let cancel = cancel.map(CancelToken::child_token).unwrap_or_default();
+        let acquiring = acquiring(lock.clone(), owner.clone(), options, cancel.clone());
+        Ok(PendingAcquire::spawn(
+            acquiring,
+            lock,
+            owner.clone(),
+            cancel,
+        ))
+    }
+}
+
+fn acquiring(
+    lock: crate::Lock,
+    owner: Owner,
+    options: AcquireOptions,
+    cancel: CancelToken,
+) -> Acquiring {
+    Box::pin(async move {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(Error::Cancelled),
+            result = lock.acquire_with(&owner, options) => result,
+        }
+    })
+}
+
+enum State {
+    Running,
+    Finished(Result<Hold>),
+    /// The caller took the outcome.
+    Taken,
+    /// The caller gave up: a hold that arrives (or is waiting) is released, not handed out.
+    Abandoned,
+}
+
+struct Shared {
+    /// The process that started the acquire: a forked child's copy must not touch its parent's.
+    pid: u32,
+    state: Mutex<State>,
+    finished: Condvar,
+    finished_async: watch::Sender<bool>,
+    notify: Mutex<Option<Notify>>,
+    cancel: CancelToken,
+    lock: crate::Lock,
+    owner: Owner,
+}
+
+/// An acquire waiting on the shared runtime (see the module's guarantees). Dropping it gives up
+/// as [`PendingAcquire::cancel`] does.
+pub struct PendingAcquire {
+    shared: Arc<Shared>,
+}
+
+impl PendingAcquire {
+    fn spawn(acquiring: Acquiring, lock: crate::Lock, owner: Owner, cancel: CancelToken) -> Self {
+        let shared = Arc::new(Shared {
+            pid: crate::inspect::process_id(),
+            state: Mutex::new(State::Running),
+            finished: Condvar::new(),
+            finished_async: watch::Sender::new(false),
+            notify: Mutex::new(None),
+            cancel,
+            lock,
+            owner,
+        });
+        let task = shared.clone();
+        runtime().spawn(async move {
+            let outcome = acquiring.await;
+            task.finish(outcome).await;
+        });
+        PendingAcquire { shared }
+    }
+
+    /// Waits up to `timeout` (zero: only looks): `Some(hold)` once the lock is the caller's,
+    /// `None` while the acquire still waits, or the acquire's error (`Timeout` when its own wait
+    /// ran out, `Cancelled`). The outcome is handed out once: asking again is `InvalidArgument`.
+    pub fn wait(&self, timeout: Duration) -> Result<Option<Hold>> {
+        let state = self.shared.state();
+        let (mut state, _) = self
+            .shared
+            .finished
+            .wait_timeout_while(state, timeout, |s| matches!(s, State::Running))
+            .unwrap_or_else(|e| e.into_inner());
+        match std::mem::replace(&mut *state, State::Taken) {
+            State::Running => {
+                *state = State::Running;
+                Ok(None)
+            }
+            State::Finished(outcome) => outcome.map(Some),
+            other @ (State::Taken | State::Abandoned) => {
+                *state = other;
+                Err(Error::InvalidArgument(
+                    "this acquire's outcome was already taken, or it was cancelled".into(),
+                ))
+            }
+        }
+    }
+
+    /// Resolves once the outcome is ready (then `wait(Duration::ZERO)` hands it out). Dropping
+    /// this future does not cancel the acquire.
+    pub async fn finished(&self) {
+        let mut finished = self.shared.finished_async.subscribe();
+        let _ = finished.wait_for(|done| *done).await;
+    }
+
+    /// Calls `notify` once the outcome is ready: at once on this thread when it already is,
+    /// else on a runtime thread (so it must be brief and must not block). Replaces a `notify`
+    /// given before that has not run.
+    pub fn on_finished(&self, notify: impl FnOnce() + Send + 'static) {
+        let ready = {
+            let state = self.shared.state();
+            if matches!(*state, State::Running) {
+                // Set under the state's lock: `finish` looks for it after changing the state.
+                *self.shared.notify() = Some(Box::new(notify));
+                return;
+            }
+            drop(state);
+            notify
+        };
+        ready();
+    }
+
+    /// Gives up: a running acquire is cancelled (nothing is left in Redis) and a hold acquired
+    /// but not taken is released in the background. Harmless once the hold was taken.
+    pub fn cancel(&self) {
+        self.shared.abandon();
+    }
+}
+
+impl Drop for PendingAcquire {
+    fn drop(&mut self) {
+        self.shared.abandon();
+    }
+}
+
+impl Shared {
+    async fn finish(&self, outcome: Result<Hold>) {
+        let unwanted = {
+            let mut state = self.state();
+            if matches!(*state, State::Abandoned) {
+                outcome.ok()
+            } else {
+                *state = State::Finished(outcome);
+                None
+            }
+        };
+        if unwanted.is_some() {
+            let _ = self.lock.release(&self.owner).await;
+        }
+        self.finished.notify_all();
+        if self.finished_async.receiver_count() == 0 {
+            self.finished_async.send_replace(true);
+        } else {
+            // The waker may be a foreign runtime's (asyncio's takes the GIL): off the workers.
+            let finished_async = self.finished_async.clone();
+            tokio::task::spawn_blocking(move || finished_async.send_replace(true));
+        }
+        let notify = self.notify().take();
+        if let Some(notify) = notify {
+            notify();
+        }
+    }
+
+    fn abandon(&self) {
+        if self.pid != crate::inspect::process_id() {
+            return;
+        }
+        let mut state = self.state();
+        match *state {
+            State::Running => {
+                *state = State::Abandoned;
+                self.cancel.cancel();
+            }
+            State::Finished(Ok(_)) => {
+                *state = State::Abandoned;
+                let (lock, owner) = (self.lock.clone(), self.owner.clone());
+                runtime().spawn(async move {
+                    let _ = lock.release(&owner).await;
+                });
+            }
+            State::Finished(Err(_)) => *state = State::Abandoned,
+            State::Taken | State::Abandoned => {}
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn notify(&self) -> MutexGuard<'_, Option<Notify>> {
+        self.notify.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
