@@ -285,6 +285,24 @@ typedef struct rl_hold {
     uint64_t id;
 } rl_hold;
 
+/**
+ * Called once when a pending acquire's outcome is ready (then `rl_pending_wait` with a zero
+ * timeout hands it out): on a library thread, or on the caller's own thread inside
+ * `rl_lock_acquire_start` when the outcome was ready before it returned. Must return promptly,
+ * must not wait for the library (no `rl_pending_wait` with a timeout, no acquire) and must not
+ * unwind (no C++ exceptions, no Go panics) into the library.
+ */
+typedef void (*rl_pending_fn)(void *user_data);
+
+/**
+ * An acquire still waiting, from `rl_lock_acquire_start`: collect its outcome with
+ * `rl_pending_wait`, free it with `rl_pending_free`. A zero `id` means "no object" (and, from
+ * `rl_lock_acquire_start`, "acquired at once: nothing pending").
+ */
+typedef struct rl_pending {
+    uint64_t id;
+} rl_pending;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -842,6 +860,76 @@ rl_status rl_cancel_is_triggered(struct rl_cancel cancel, bool *out, struct rl_e
  * `cancel` is NULL or points to an `rl_cancel`; `err` is NULL or valid for writes.
  */
 rl_status rl_cancel_free(struct rl_cancel *cancel, struct rl_error *err);
+
+/**
+ * Starts an acquire that waits without holding this thread. The arguments up to `label` are
+ * those of `rl_lock_acquire_ex`. The first attempt runs on this thread, which then waits at
+ * most `first_wait_ms` (0: not at all) for the lock.
+ *
+ * - Acquired by then: `RL_OK`, `out_pending->id` is 0, and `*out` / `*out_hold` are filled as
+ *   by `rl_lock_acquire_ex`.
+ * - Still waiting: `RL_OK` and `*out_pending` is set. The wait goes on in the library (keeping
+ *   its place in the queue); `on_done` (may be NULL) is then called once with `user_data` when
+ *   its outcome is ready, even if the pending acquire was cancelled or freed meanwhile, and
+ *   possibly before this function returns. Collect the outcome with `rl_pending_wait`, then
+ *   free the handle with `rl_pending_free`. `cancel` ends the wait with `RL_CANCELLED`.
+ * - Any other status: the acquire failed (as with `rl_lock_acquire_ex`) and nothing is pending.
+ *
+ * # Safety
+ * `label` is NULL or a NUL-terminated string; `out`, `out_hold`, `out_pending` and `err` are
+ * NULL or valid for writes (`out_pending` must not be NULL); `on_done` is NULL or a function
+ * that may be called from any thread with `user_data`.
+ */
+rl_status rl_lock_acquire_start(struct rl_lock lock,
+                                struct rl_owner owner,
+                                int64_t wait_ms,
+                                int64_t lease_ms,
+                                struct rl_cancel cancel,
+                                const char *label,
+                                int64_t first_wait_ms,
+                                rl_pending_fn on_done,
+                                void *user_data,
+                                struct rl_acquired *out,
+                                struct rl_hold *out_hold,
+                                struct rl_pending *out_pending,
+                                struct rl_error *err);
+
+/**
+ * Waits up to `timeout_ms` (0: only looks; `RL_WAIT_FOREVER`: until the end) for a pending
+ * acquire's outcome. `*out_done` says whether it is over. Still waiting: `RL_OK` and
+ * `*out_done` false. Acquired: `RL_OK`, `*out_done` true, `*out` and `*out_hold` (each may be
+ * NULL) filled as by `rl_lock_acquire_ex`. Failed: the acquire's status (`RL_TIMEOUT` when its
+ * own wait ran out, `RL_CANCELLED`, ...) and `*out_done` true. The outcome is handed out once:
+ * asking again, or after `rl_pending_cancel`, is `RL_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `out_done`, `out`, `out_hold` and `err` are NULL or valid for writes.
+ */
+rl_status rl_pending_wait(struct rl_pending pending,
+                          int64_t timeout_ms,
+                          bool *out_done,
+                          struct rl_acquired *out,
+                          struct rl_hold *out_hold,
+                          struct rl_error *err);
+
+/**
+ * Gives up a pending acquire: a running wait ends (its outcome becomes `RL_CANCELLED`;
+ * nothing is left in Redis) and a hold it acquired but that was not collected is released.
+ * The `on_done` callback still runs once. Harmless once the outcome was collected.
+ *
+ * # Safety
+ * `err` is NULL or valid for writes.
+ */
+rl_status rl_pending_cancel(struct rl_pending pending, struct rl_error *err);
+
+/**
+ * Frees the handle at `*pending` and sets it to zero; an outcome not collected yet is given up
+ * as by `rl_pending_cancel`. A zero handle is a no-op.
+ *
+ * # Safety
+ * `pending` is NULL or points to an `rl_pending`; `err` is NULL or valid for writes.
+ */
+rl_status rl_pending_free(struct rl_pending *pending, struct rl_error *err);
 
 /**
  * How many handles of every kind (`*out_handles`) and strings handed out (`*out_strings`) are

@@ -9,6 +9,7 @@ use super::hold::HOLDS;
 use super::lock::{LOCKS, RWLOCKS};
 use super::options::OPTIONS;
 use super::owner::OWNERS;
+use super::pending::PENDING;
 use super::status::rl_status;
 use super::strings;
 
@@ -31,7 +32,8 @@ pub unsafe extern "C" fn rl_live_objects(
             + RWLOCKS.len()
             + OWNERS.len()
             + CANCELS.len()
-            + HOLDS.len();
+            + HOLDS.len()
+            + PENDING.len();
         // SAFETY: per this function's contract.
         unsafe {
             put(out_handles, handles as u64);

@@ -79,6 +79,15 @@ pub struct rl_hold {
     pub id: u64,
 }
 
+/// An acquire still waiting, from `rl_lock_acquire_start`: collect its outcome with
+/// `rl_pending_wait`, free it with `rl_pending_free`. A zero `id` means "no object" (and, from
+/// `rl_lock_acquire_start`, "acquired at once: nothing pending").
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct rl_pending {
+    pub id: u64,
+}
+
 /// What kind of object a handle names; part of every id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -89,10 +98,11 @@ pub(crate) enum Kind {
     Owner = 5,
     Cancel = 6,
     Hold = 7,
+    Pending = 8,
 }
 
 impl Kind {
-    const ALL: [Kind; 7] = [
+    const ALL: [Kind; 8] = [
         Kind::Options,
         Kind::Client,
         Kind::Lock,
@@ -100,6 +110,7 @@ impl Kind {
         Kind::Owner,
         Kind::Cancel,
         Kind::Hold,
+        Kind::Pending,
     ];
 
     fn from_id(id: u64) -> Option<Kind> {
@@ -117,6 +128,7 @@ impl Kind {
             Kind::Owner => "rl_owner",
             Kind::Cancel => "rl_cancel",
             Kind::Hold => "rl_hold",
+            Kind::Pending => "rl_pending",
         }
     }
 }

@@ -6,7 +6,7 @@ use std::ffi::c_char;
 use std::ptr;
 use std::sync::Arc;
 
-use redlock_core::{AcquireOptions, Mode, blocking};
+use redlock_core::{AcquireOptions, Hold, Mode, blocking};
 
 use super::args::{self, init_out, put, require_out};
 use super::cancel::CANCELS;
@@ -26,7 +26,7 @@ pub(crate) enum LockObj {
 }
 
 impl LockObj {
-    fn view(&self) -> &blocking::Lock {
+    pub(crate) fn view(&self) -> &blocking::Lock {
         match self {
             LockObj::Exclusive(lock) => lock,
             LockObj::View(rw, Mode::Read) => rw.read(),
@@ -183,28 +183,51 @@ unsafe fn acquire(
         put(out, rl_acquired::default());
         put(out_hold, rl_hold::default());
     }
-    let options = AcquireOptions {
-        wait: args::wait(wait_ms, "wait_ms")?,
-        lease: args::lease(lease_ms)?,
-        // SAFETY: as above.
-        label: unsafe { strings::read_optional(label, "label") }?.map(str::to_owned),
-    };
+    // SAFETY: as above.
+    let options = unsafe { acquire_options(wait_ms, lease_ms, label) }?;
     let lock = LOCKS.get(lock.id)?;
     let owner = OWNERS.get(owner.id)?;
     let cancel = CANCELS.get_optional(cancel.id)?;
     let hold = lock.view().acquire_with(&owner, options, cancel.as_ref())?;
+    // SAFETY: as above.
+    unsafe { put_hold(hold, out, out_hold) };
+    Ok(())
+}
+
+/// The options of an acquire from the C arguments.
+///
+/// # Safety
+/// `label` is NULL or a NUL-terminated string.
+pub(crate) unsafe fn acquire_options(
+    wait_ms: i64,
+    lease_ms: i64,
+    label: *const c_char,
+) -> FfiResult<AcquireOptions> {
+    Ok(AcquireOptions {
+        wait: args::wait(wait_ms, "wait_ms")?,
+        lease: args::lease(lease_ms)?,
+        // SAFETY: per the caller's contract.
+        label: unsafe { strings::read_optional(label, "label") }?.map(str::to_owned),
+    })
+}
+
+/// Hands an acquired hold to C: its figures to `*out`, a handle to `*out_hold` (either may be
+/// NULL).
+///
+/// # Safety
+/// `out` and `out_hold` are NULL or valid for writes.
+pub(crate) unsafe fn put_hold(hold: Hold, out: *mut rl_acquired, out_hold: *mut rl_hold) {
     let acquired = rl_acquired {
         fencing_token: hold.fencing_token(),
         hold_count: hold.hold_count(),
     };
-    // SAFETY: as above.
+    // SAFETY: per the caller's contract.
     unsafe { put(out, acquired) };
     if !out_hold.is_null() {
         let id = HOLDS.insert(Arc::new(hold));
         // SAFETY: as above.
         unsafe { put(out_hold, rl_hold { id }) };
     }
-    Ok(())
 }
 
 /// Releases one hold of `owner` (presenting the token is enough: any thread, process or

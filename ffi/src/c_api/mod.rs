@@ -9,7 +9,8 @@
 //! - NULL pointers, invalid UTF-8 and out-of-range numbers are `RL_INVALID_ARGUMENT`;
 //! - the body runs under `catch_unwind`: a panic becomes `RL_INTERNAL`, never an unwind into C;
 //! - calls block the calling thread; every Redis call inside is bounded by the client's command
-//!   timeout, and a waiting acquire can be cancelled from another thread with an [`rl_cancel`].
+//!   timeout, and a waiting acquire can be cancelled from another thread with an [`rl_cancel`];
+//!   `rl_lock_acquire_start` waits without blocking it (an [`rl_pending`] calls back when done).
 //!
 //! The header `bindings/c/include/redlock.h` is generated from these files by cbindgen
 //! (`bindings/c/cbindgen.toml`); `ffi/tests/c_header.rs` fails when it is stale.
@@ -43,6 +44,8 @@ mod hold;
 
 mod cancel;
 
+mod pending;
+
 mod diagnostics;
 mod inspect;
 
@@ -52,10 +55,13 @@ pub use cancel::*;
 pub use client::*;
 pub use diagnostics::rl_live_objects;
 pub use error::{rl_error, rl_error_free};
-pub use handles::{rl_cancel, rl_client, rl_hold, rl_lock, rl_options, rl_owner, rl_rwlock};
+pub use handles::{
+    rl_cancel, rl_client, rl_hold, rl_lock, rl_options, rl_owner, rl_pending, rl_rwlock,
+};
 pub use hold::*;
 pub use lock::*;
 pub use options::*;
 pub use owner::*;
+pub use pending::*;
 pub use status::{rl_mode, rl_status, rl_status_name, rl_version};
 pub use strings::rl_string_free;
