@@ -8,6 +8,10 @@ import (
 )
 
 func TestTheContextDeadlineIsTheWait(t *testing.T) {
+	onBothWaitPaths(t, testTheContextDeadlineIsTheWait)
+}
+
+func testTheContextDeadlineIsTheWait(t *testing.T) {
 	c := connect(t)
 	lock := mustLock(t, c, uniqueName(t))
 	defer mustAcquire(t, lock, NewOwner()).Release(bg)
@@ -24,6 +28,10 @@ func TestTheContextDeadlineIsTheWait(t *testing.T) {
 }
 
 func TestCancellingTheContextEndsTheWaitAndLeavesNothing(t *testing.T) {
+	onBothWaitPaths(t, testCancellingTheContextEndsTheWaitAndLeavesNothing)
+}
+
+func testCancellingTheContextEndsTheWaitAndLeavesNothing(t *testing.T) {
 	c := connect(t)
 	lock := mustLock(t, c, uniqueName(t))
 	holder := mustAcquire(t, lock, NewOwner())
@@ -76,6 +84,10 @@ func TestAnEndedContextStartsNoCall(t *testing.T) {
 }
 
 func TestClosingTheClientEndsWaitsWithClosed(t *testing.T) {
+	onBothWaitPaths(t, testClosingTheClientEndsWaitsWithClosed)
+}
+
+func testClosingTheClientEndsWaitsWithClosed(t *testing.T) {
 	c := connect(t)
 	lock := mustLock(t, c, uniqueName(t))
 	mustAcquire(t, lock, NewOwner(), WithLease(2*time.Second))

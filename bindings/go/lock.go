@@ -155,9 +155,16 @@ func (l *Lock) acquire(ctx context.Context, owner *Owner, wait C.int64_t, opts [
 	if watched {
 		holdOut = &hold
 	}
-	err = call("acquire", func(e *C.rl_error) C.rl_status {
-		return C.rl_lock_acquire_ex(l.h, owner.h, wait, lease, cancel, label, &acquired, holdOut, e)
-	})
+	if wait == 0 || takeBlockingWait() {
+		err = call("acquire", func(e *C.rl_error) C.rl_status {
+			return C.rl_lock_acquire_ex(l.h, owner.h, wait, lease, cancel, label, &acquired, holdOut, e)
+		})
+		if wait != 0 {
+			<-blockingWaits
+		}
+	} else {
+		err = l.acquireWaiting(owner, wait, lease, cancel, label, &acquired, holdOut)
+	}
 	runtime.KeepAlive(l)
 	runtime.KeepAlive(owner)
 	if err != nil {

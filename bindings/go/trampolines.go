@@ -10,6 +10,7 @@ package redlock
 
 extern void redlockGoLockLost(void *, rl_lock_lost_event *);
 extern void redlockGoContention(void *, rl_contention_alert *);
+extern void redlockGoPendingDone(void *);
 
 static void lost_trampoline(void *client, const rl_lock_lost_event *event) {
 	redlockGoLockLost(client, (rl_lock_lost_event *)event);
@@ -17,6 +18,19 @@ static void lost_trampoline(void *client, const rl_lock_lost_event *event) {
 
 static void contention_trampoline(void *client, const rl_contention_alert *alert) {
 	redlockGoContention(client, (rl_contention_alert *)alert);
+}
+
+static void pending_trampoline(void *id) {
+	redlockGoPendingDone(id);
+}
+
+// An acquire that waits without holding this thread; the waiter's id is the callback's user data.
+static rl_status acquire_start(rl_lock lock, rl_owner owner, int64_t wait_ms, int64_t lease_ms,
+                               rl_cancel cancel, const char *label, uintptr_t id,
+                               rl_acquired *out, rl_hold *out_hold, rl_pending *out_pending,
+                               rl_error *err) {
+	return rl_lock_acquire_start(lock, owner, wait_ms, lease_ms, cancel, label, 0,
+	                             pending_trampoline, (void *)id, out, out_hold, out_pending, err);
 }
 
 // The client id travels as the callbacks' user data: an integer, never a Go pointer.
@@ -27,6 +41,14 @@ static rl_status set_callbacks(rl_options options, uintptr_t client, int content
 }
 */
 import "C"
+
+// acquireStart starts an acquire through rl_lock_acquire_start (see pending.go).
+func acquireStart(l *Lock, owner *Owner, wait, lease C.int64_t, cancel C.rl_cancel, label *C.char,
+	id uintptr, acquired *C.rl_acquired, hold *C.rl_hold, pending *C.rl_pending) error {
+	return call("acquire", func(e *C.rl_error) C.rl_status {
+		return C.acquire_start(l.h, owner.h, wait, lease, cancel, label, C.uintptr_t(id), acquired, hold, pending, e)
+	})
+}
 
 func setCallbacks(options C.rl_options, client uintptr, contention bool) error {
 	flag := C.int(0)
