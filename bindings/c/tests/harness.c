@@ -75,3 +75,11 @@ bool json_has(const char *json, const char *key, const char *value) {
     snprintf(needle, sizeof needle, "\"%s\":%s", key, value);
     return json && strstr(json, needle) != NULL;
 }
+
+bool no_waiting_writers(void *lock) {
+    char *json = NULL;
+    bool none = rl_lock_inspect(*(rl_lock *)lock, &json, NULL) == RL_OK &&
+                json_has(json, "waiting_writers", "0");
+    rl_string_free(json);
+    return none;
+}

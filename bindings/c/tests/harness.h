@@ -75,6 +75,8 @@ int64_t now_ms(void);
 void sleep_ms(int64_t ms);
 /* Calls `done(arg)` every 10 ms until it returns true or `limit_ms` pass; true if it did. */
 bool eventually(bool (*done)(void *), void *arg, int64_t limit_ms);
+/* Whether the lock view `*(rl_lock *)lock` has no waiting writer in Redis (for `eventually`). */
+bool no_waiting_writers(void *lock);
 /* Whether the JSON text has `"key":value` exactly (no spaces, as the library writes it). */
 bool json_has(const char *json, const char *key, const char *value);
 

@@ -22,12 +22,13 @@ static bool called(void *arg) {
     return atomic_load(&((notified *)arg)->calls) > 0;
 }
 
-static bool no_waiting_writers(void *arg) {
-    char *json = NULL;
-    bool none = rl_lock_inspect(*(rl_lock *)arg, &json, NULL) == RL_OK &&
-                json_has(json, "waiting_writers", "0");
-    rl_string_free(json);
-    return none;
+/* Waits up to `limit_ms` for the pending acquire to end with `status`, then for its callback. */
+static void expect_end(rl_pending pending, rl_status status, int64_t limit_ms, notified *n,
+                       rl_error *err) {
+    bool done_flag = false;
+    CHECK_STATUS(status, rl_pending_wait(pending, limit_ms, &done_flag, NULL, NULL, err), err);
+    CHECK(done_flag);
+    CHECK(eventually(called, n, 2000));
 }
 
 /* A lock held by `holder` (watchdog lease) and a second owner to wait for it. */
@@ -143,13 +144,9 @@ static void a_pending_acquire_ends_by_its_own_timeout(void) {
     rl_pending pending = {0};
     static notified n;
     atomic_store(&n.calls, 0);
-    bool done_flag = false;
     if (!scene_start(&s, "pending-timeout", &err)) goto done;
     if (!start_pending(&s, 150, (rl_cancel){0}, &n, &pending, &err)) goto done;
-    CHECK_STATUS(RL_TIMEOUT, rl_pending_wait(pending, RL_WAIT_FOREVER, &done_flag, NULL, NULL, &err),
-                 &err);
-    CHECK(done_flag);
-    CHECK(eventually(called, &n, 2000));
+    expect_end(pending, RL_TIMEOUT, RL_WAIT_FOREVER, &n, &err);
     CHECK(eventually(no_waiting_writers, &s.lock, 2000));
 done:
     rl_pending_free(&pending, NULL);
@@ -164,14 +161,11 @@ static void a_cancel_token_ends_a_pending_acquire_and_leaves_nothing(void) {
     rl_cancel cancel = {0};
     static notified n;
     atomic_store(&n.calls, 0);
-    bool done_flag = false;
     if (!scene_start(&s, "pending-cancel-token", &err)) goto done;
     TRY(rl_cancel_new(&cancel, &err), &err);
     if (!start_pending(&s, RL_WAIT_FOREVER, cancel, &n, &pending, &err)) goto done;
     TRY(rl_cancel_trigger(cancel, &err), &err);
-    CHECK_STATUS(RL_CANCELLED, rl_pending_wait(pending, 5000, &done_flag, NULL, NULL, &err), &err);
-    CHECK(done_flag);
-    CHECK(eventually(called, &n, 2000));
+    expect_end(pending, RL_CANCELLED, 5000, &n, &err);
     CHECK(eventually(no_waiting_writers, &s.lock, 2000));
 done:
     rl_pending_free(&pending, NULL);
@@ -217,15 +211,12 @@ static void closing_the_client_ends_a_pending_acquire(void) {
     rl_pending pending = {0};
     static notified n;
     atomic_store(&n.calls, 0);
-    bool done_flag = false;
     if (!scene_start(&s, "pending-close", &err)) goto done;
     if (!start_pending(&s, RL_WAIT_FOREVER, (rl_cancel){0}, &n, &pending, &err)) goto done;
     int64_t closed_at = now_ms();
     CHECK_OK(rl_client_close(s.client, &err), &err);
-    CHECK_STATUS(RL_CLOSED, rl_pending_wait(pending, 5000, &done_flag, NULL, NULL, &err), &err);
-    CHECK(done_flag);
+    expect_end(pending, RL_CLOSED, 5000, &n, &err);
     CHECK(now_ms() - closed_at < 1000);
-    CHECK(eventually(called, &n, 2000));
 done:
     rl_pending_free(&pending, NULL);
     scene_end(&s);

@@ -79,14 +79,6 @@ static void *wait_forever(void *arg) {
     return NULL;
 }
 
-static bool no_waiting_writers(void *arg) {
-    char *json = NULL;
-    bool none = rl_lock_inspect(*(rl_lock *)arg, &json, NULL) == RL_OK &&
-                json_has(json, "waiting_writers", "0");
-    rl_string_free(json);
-    return none;
-}
-
 static void a_wait_is_cancelled_from_another_thread_and_leaves_nothing(void) {
     rl_error err = {0};
     rl_client client = connect_default();
