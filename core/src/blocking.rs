@@ -88,6 +88,21 @@ where
     }
 }
 
+/// Runs `work`, which `cancel` (if given), triggered from any thread, ends with `Cancelled`.
+pub async fn cancellable<T>(
+    cancel: Option<&CancelToken>,
+    work: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    let Some(cancel) = cancel else {
+        return work.await;
+    };
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(Error::Cancelled),
+        result = work => result,
+    }
+}
+
 thread_local! {
     static BLOCKING_CALLER: Cell<bool> = const { Cell::new(false) };
 }
@@ -161,15 +176,7 @@ impl Client {
     /// [`Client::from_builder`] that `cancel` (if given) ends from another thread with
     /// `Cancelled`; a connection made meanwhile is dropped.
     pub fn connect_with(builder: ClientBuilder, cancel: Option<&CancelToken>) -> Result<Client> {
-        let cancel = cancel.cloned().unwrap_or_default();
-        let connecting = builder.clone().connect();
-        let client = block_on(async move {
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => Err(Error::Cancelled),
-                client = connecting => client,
-            }
-        })?;
+        let client = block_on(cancellable(cancel, builder.clone().connect()))?;
         Ok(Client {
             shared: Arc::new(Shared {
                 builder,
@@ -305,14 +312,7 @@ impl Lock {
         cancel: Option<&CancelToken>,
     ) -> Result<Hold> {
         let lock = self.current()?;
-        let cancel = cancel.cloned().unwrap_or_default();
-        block_on(async move {
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => Err(Error::Cancelled),
-                result = lock.acquire_with(owner, options) => result,
-            }
-        })
+        block_on(async move { cancellable(cancel, lock.acquire_with(owner, options)).await })
     }
 
     pub fn try_acquire(&self, owner: &Owner, lease: Option<Duration>) -> Result<Option<Hold>> {

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{CancelToken, Lock, block_on, runtime};
+use super::{CancelToken, Lock, block_on, cancellable, runtime};
 use crate::error::{Error, Result};
 use crate::lock::{AcquireOptions, Hold};
 use crate::owner::Owner;
@@ -100,13 +100,7 @@ fn acquiring(
     options: AcquireOptions,
     cancel: CancelToken,
 ) -> Acquiring {
-    Box::pin(async move {
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled() => Err(Error::Cancelled),
-            result = lock.acquire_with(&owner, options) => result,
-        }
-    })
+    Box::pin(async move { cancellable(Some(&cancel), lock.acquire_with(&owner, options)).await })
 }
 
 enum State {
@@ -192,17 +186,14 @@ impl PendingAcquire {
     /// else on a runtime thread (so it must be brief and must not block). Replaces a `notify`
     /// given before that has not run.
     pub fn on_finished(&self, notify: impl FnOnce() + Send + 'static) {
-        let ready = {
-            let state = self.shared.state();
-            if matches!(*state, State::Running) {
-                // Set under the state's lock: `finish` looks for it after changing the state.
-                *self.shared.notify() = Some(Box::new(notify));
-                return;
-            }
-            drop(state);
-            notify
-        };
-        ready();
+        let state = self.shared.state();
+        if matches!(*state, State::Running) {
+            // Set under the state's lock: `finish` looks for it after changing the state.
+            *self.shared.notify() = Some(Box::new(notify));
+            return;
+        }
+        drop(state);
+        notify();
     }
 
     /// Gives up: a running acquire is cancelled (nothing is left in Redis) and a hold acquired

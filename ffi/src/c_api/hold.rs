@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use redlock_core::{Error, Hold, blocking};
+use redlock_core::{Hold, blocking};
 
 use super::args::{self, init_out, put};
 use super::cancel::CANCELS;
@@ -95,7 +95,7 @@ pub unsafe extern "C" fn rl_hold_wait_lost(
         unsafe { put(out_lost, false) };
         let timeout = args::wait(timeout_ms, "timeout_ms")?;
         let hold = HOLDS.get(hold.id)?;
-        let cancel = CANCELS.get_optional(cancel.id)?.unwrap_or_default();
+        let cancel = CANCELS.get_optional(cancel.id)?;
         if hold.lease().is_some() {
             return Err(FfiError::invalid(
                 "the hold has a fixed lease, so nothing watches it: it is never reported lost \
@@ -112,11 +112,7 @@ pub unsafe extern "C" fn rl_hold_wait_lost(
                     }
                 }
             };
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => Err(Error::Cancelled),
-                lost = lost => Ok(lost),
-            }
+            blocking::cancellable(cancel.as_ref(), async { Ok(lost.await) }).await
         })?;
         // SAFETY: as above.
         unsafe { put(out_lost, lost) };
