@@ -200,7 +200,19 @@ impl Watchdog {
     /// returns its lost signal. A tracked hold of the key with another fence is gone from Redis
     /// (this one could not be taken otherwise), so this one takes its place. (Not only an older
     /// one: a server that lost its data, by a restart or a failover, counts fences from 1 again.)
-    pub(crate) fn track(&self, key: WatchKey, fence: u64) -> Arc<LostSignal> {
+    /// Unless a release of it is under way, the hold replaced was lost, and is reported as a
+    /// renewal would have: whether a tick or this acquire notices first must not matter.
+    pub(crate) fn track(&self, client: &ClientInner, key: WatchKey, fence: u64) -> Arc<LostSignal> {
+        let (lost, replaced) = self.track_entry(key, fence);
+        if let Some(key) = replaced {
+            report_lost(client, &key);
+        }
+        lost
+    }
+
+    /// [`track`](Self::track) without the report: also returns the key of a replaced hold that
+    /// was lost (its signal set).
+    fn track_entry(&self, key: WatchKey, fence: u64) -> (Arc<LostSignal>, Option<WatchKey>) {
         // A new hold of the same owner is not the lost one.
         self.lost.lock().unwrap().take(&key);
         let mut entries = self.entries.lock().unwrap();
@@ -212,15 +224,22 @@ impl Watchdog {
         };
         match entries.entry(key) {
             Entry::Occupied(mut tracked) => {
+                let mut replaced = None;
                 if tracked.get().fence != fence {
                     let entry = new_entry(tracked.key());
-                    tracked.insert(entry);
+                    let old = tracked.insert(entry);
+                    // Not remembered in `lost`: the key is the new hold's too, and its release
+                    // must not say LockLost.
+                    if old.releasing == 0 {
+                        old.lost.set();
+                        replaced = Some(tracked.key().clone());
+                    }
                 }
-                tracked.get().lost.clone()
+                (tracked.get().lost.clone(), replaced)
             }
             Entry::Vacant(new) => {
                 let entry = new_entry(new.key());
-                new.insert(entry).lost.clone()
+                (new.insert(entry).lost.clone(), None)
             }
         }
     }
@@ -520,6 +539,11 @@ mod tests {
         watchdog.entries.lock().unwrap()[&key(token)].renewal.id
     }
 
+    /// Tracks a hold (no client: lost holds are not reported).
+    fn track(watchdog: &Watchdog, key: WatchKey, fence: u64) -> Arc<LostSignal> {
+        watchdog.track_entry(key, fence).0
+    }
+
     /// A guard that marks nothing (its release began while nothing of the key was tracked).
     fn unmarked(watchdog: &Watchdog) -> Releasing<'_> {
         watchdog.releasing(|| key("nobody"))
@@ -528,15 +552,18 @@ mod tests {
     #[test]
     fn a_release_heard_after_the_next_hold_was_tracked_forgets_only_its_own() {
         let watchdog = Watchdog::default();
-        let first = watchdog.track(key("a"), 7);
+        let first = track(&watchdog, key("a"), 7);
         // Redis ran: release (ending fence 7), acquire (fence 9); this client heard the acquire
         // first.
-        let second = watchdog.track(key("a"), 9);
+        let releasing = watchdog.releasing(|| key("a"));
+        let second = track(&watchdog, key("a"), 9);
         assert!(
             !Arc::ptr_eq(&first, &second),
             "a new hold gets its own lost signal"
         );
-        assert!(!watchdog.forget(|| key("a"), 7, &unmarked(&watchdog)));
+        assert!(!first.is_set(), "a hold being released is not lost");
+        assert!(!watchdog.forget(|| key("a"), 7, &releasing));
+        drop(releasing);
         assert_eq!(tracked_fence(&watchdog, "a"), Some(9));
         assert!(watchdog.forget(|| key("a"), 9, &unmarked(&watchdog)));
         assert_eq!(watchdog.len(), 0);
@@ -545,15 +572,19 @@ mod tests {
     #[test]
     fn a_re_entry_joins_and_a_hold_with_another_fence_takes_the_place() {
         let watchdog = Watchdog::default();
-        let hold = watchdog.track(key("a"), 9);
-        assert!(Arc::ptr_eq(&hold, &watchdog.track(key("a"), 9)));
+        let hold = track(&watchdog, key("a"), 9);
+        assert!(Arc::ptr_eq(&hold, &track(&watchdog, key("a"), 9)));
         // A server that lost its data counts fences from 1 again: the new hold is kept.
-        let after_restart = watchdog.track(key("a"), 1);
+        let (after_restart, replaced) = watchdog.track_entry(key("a"), 1);
         assert!(!Arc::ptr_eq(&hold, &after_restart));
+        // The hold it replaced was gone with nobody releasing it: lost, and reported.
+        assert!(hold.is_set() && !after_restart.is_set());
+        assert!(replaced == Some(key("a")));
+        assert!(!watchdog.lost.lock().unwrap().keys.contains(&key("a")));
         assert_eq!(tracked_fence(&watchdog, "a"), Some(1));
         assert!(watchdog.forget(|| key("a"), 1, &unmarked(&watchdog)));
         // A release that ended a hold this client never tracked still clears an older one.
-        watchdog.track(key("b"), 3);
+        track(&watchdog, key("b"), 3);
         assert!(watchdog.forget(|| key("b"), 5, &unmarked(&watchdog)));
         assert_eq!(watchdog.len(), 0);
     }
@@ -561,7 +592,7 @@ mod tests {
     #[test]
     fn a_release_forgets_the_tracking_it_marked_whatever_its_fence() {
         let watchdog = Watchdog::default();
-        watchdog.track(key("a"), 500);
+        track(&watchdog, key("a"), 500);
         // The server restarted and the owner acquired again through an untracked call (fixed
         // lease): the release ends fence 2, and the tracking it marked goes with it.
         let releasing = watchdog.releasing(|| key("a"));
@@ -573,8 +604,8 @@ mod tests {
     #[test]
     fn a_renewal_that_finds_a_hold_gone_while_it_is_released_leaves_it_to_the_release() {
         let watchdog = Watchdog::default();
-        watchdog.track(key("a"), 1);
-        watchdog.track(key("b"), 2);
+        track(&watchdog, key("a"), 1);
+        track(&watchdog, key("b"), 2);
         let gone: HashSet<u64> = [id_of(&watchdog, "a"), id_of(&watchdog, "b")].into();
         {
             let _releasing = watchdog.releasing(|| key("a"));
@@ -590,9 +621,9 @@ mod tests {
     #[test]
     fn a_release_mark_outlives_neither_its_hold_nor_a_replaced_tracking() {
         let watchdog = Watchdog::default();
-        watchdog.track(key("a"), 1);
+        track(&watchdog, key("a"), 1);
         let releasing = watchdog.releasing(|| key("a"));
-        watchdog.track(key("a"), 2);
+        track(&watchdog, key("a"), 2);
         drop(releasing);
         let gone: HashSet<u64> = [id_of(&watchdog, "a")].into();
         assert_eq!(watchdog.take_renewals_gone(&gone).len(), 1);

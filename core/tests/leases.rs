@@ -323,5 +323,50 @@ async fn a_hold_taken_after_the_server_lost_its_data_is_kept_and_released_cleanl
     assert_eq!(lock.release(&owner).await.unwrap(), 0);
     assert_eq!(client.watched_holds(), 0);
     tokio::time::sleep(ms(700)).await; // two more renewals
-    assert_eq!(*events.lock().unwrap(), vec![], "nothing was reported lost");
+    // The hold from before the restart is lost, whichever noticed first: a renewal, or the new
+    // acquire (which replaced its tracking).
+    assert!(before.is_lost());
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].name, "reset");
+}
+
+/// A watched hold that vanished from Redis (here another client's force unlock) and is then
+/// taken again by its owner before a renewal looked: the earlier hold is reported lost then, as
+/// a renewal would have, and the new one is kept and released normally.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_earlier_hold_that_a_new_acquire_finds_gone_is_reported_lost() {
+    let server = RedisServer::start();
+    // A long lease: no renewal runs during the test.
+    let (client, events) = recording_losses(&server, Duration::from_secs(60)).await;
+    let other = connect(&server).await;
+    let lock = client.lock("vanished").unwrap();
+    let owner = Owner::random();
+    let first = lock.acquire(&owner, NOW, None).await.unwrap();
+    assert!(other.force_unlock("vanished").await.unwrap());
+    let second = lock.acquire(&owner, NOW, None).await.unwrap();
+    assert_eq!(
+        second.hold_count(),
+        1,
+        "not a re-entry: the first hold is gone"
+    );
+    assert!(second.fencing_token() > first.fencing_token());
+    assert!(first.is_lost(), "the first hold is lost");
+    tokio::time::timeout(ms(1000), first.lost())
+        .await
+        .expect("its lost() resolves");
+    assert!(!second.is_lost());
+    assert_eq!(client.watched_holds(), 1);
+    tokio::time::sleep(ms(100)).await; // a callback runs on the blocking pool
+    {
+        let events = events.lock().unwrap();
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].name, "vanished");
+        assert_eq!(events[0].owner_token, owner.token());
+    }
+    // The key is the new hold's too: its release is a normal one.
+    assert_eq!(lock.release(&owner).await.unwrap(), 0);
+    assert_eq!(client.watched_holds(), 0);
+    assert_eq!(lock.release(&owner).await.unwrap_err(), Error::NotHeld);
+    assert_eq!(events.lock().unwrap().len(), 1);
 }

@@ -122,7 +122,7 @@ impl Lock {
             unreachable!("wait_for_turn returns only once acquired")
         };
         let lost = if watched {
-            Some(self.client.watchdog.track(self.watch_key(owner), fence))
+            Some((self.client.watchdog).track(&self.client, self.watch_key(owner), fence))
         } else {
             self.client.watchdog.clear_lost(|| self.watch_key(owner));
             None

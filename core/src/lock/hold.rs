@@ -44,12 +44,15 @@ impl Hold {
     pub fn lease(&self) -> Option<Duration> {
         self.lease
     }
-    /// Whether the watchdog found the hold gone. Always false for holds with an explicit lease
-    /// (nothing watches them: use `is_held_by`).
+    /// Whether the hold was found gone from Redis: by a renewal of the watchdog, by this
+    /// client's release or force unlock, or by the owner's next acquire of the name, which got a
+    /// new hold where this one should have been re-entered. Always false for holds with an
+    /// explicit lease (nothing watches them: use `is_held_by`).
     pub fn is_lost(&self) -> bool {
         self.lost.as_ref().is_some_and(|signal| signal.is_set())
     }
-    /// Resolves when the watchdog finds the hold gone; never for holds with an explicit lease.
+    /// Resolves when the hold is found gone (see [`is_lost`](Self::is_lost)); never for holds
+    /// with an explicit lease.
     pub async fn lost(&self) {
         match &self.lost {
             Some(signal) => signal.wait().await,
