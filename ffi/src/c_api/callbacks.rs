@@ -64,9 +64,10 @@ pub(crate) struct CCallback<F> {
 }
 
 thread_local! {
-    /// Set while this thread runs a callback, so that closing a client from inside its own
-    /// callback does not wait for itself.
-    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+    /// The gate whose callback this thread runs (its address; 0: none), so that closing a
+    /// client from inside its own callback does not wait for itself. Per gate, not a flag: a
+    /// callback of one client that closes another must still wait for that one's callback.
+    static IN_CALLBACK_OF: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Lets callbacks run until the client is closed, and makes closing wait for a running one.
@@ -82,18 +83,23 @@ impl CallbackGate {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
-        IN_CALLBACK.set(true);
+        let outer = IN_CALLBACK_OF.replace(self.address());
         callback();
-        IN_CALLBACK.set(false);
+        IN_CALLBACK_OF.set(outer);
     }
 
-    /// After this returns no callback of the gate runs (unless called from inside one, which
-    /// cannot wait for itself).
+    /// After this returns no callback of the gate runs (unless called from inside one of its
+    /// own, which cannot wait for itself). Two clients' callbacks that close each other's client
+    /// at the same moment wait for each other: close another client after its callbacks.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        if !IN_CALLBACK.get() {
+        if IN_CALLBACK_OF.get() != self.address() {
             drop(self.running.lock().unwrap_or_else(PoisonError::into_inner));
         }
+    }
+
+    fn address(&self) -> usize {
+        self as *const Self as usize
     }
 }
 
@@ -148,3 +154,60 @@ fn c_text(text: &str) -> CString {
 
 pub(crate) type LostCallback = CCallback<LostFn>;
 pub(crate) type ContentionCallback = CCallback<ContentionFn>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    #[test]
+    fn closing_a_client_from_its_own_callback_does_not_wait_for_itself() {
+        let gate = Arc::new(CallbackGate::default());
+        let inner = gate.clone();
+        gate.run(move || inner.close());
+        let mut ran = false;
+        gate.run(|| ran = true);
+        assert!(!ran, "no callback runs after close");
+    }
+
+    #[test]
+    fn closing_another_client_from_a_callback_waits_for_its_running_callback() {
+        let (a, b) = (
+            Arc::new(CallbackGate::default()),
+            Arc::new(CallbackGate::default()),
+        );
+        let (started, started_rx) = mpsc::channel();
+        let (finish, finish_rx) = mpsc::channel::<()>();
+        let finished = Arc::new(AtomicBool::new(false));
+        let b_callback = {
+            let (b, finished) = (b.clone(), finished.clone());
+            std::thread::spawn(move || {
+                b.run(|| {
+                    started.send(()).unwrap();
+                    finish_rx.recv().unwrap();
+                    std::thread::sleep(Duration::from_millis(50));
+                    finished.store(true, Ordering::SeqCst);
+                })
+            })
+        };
+        started_rx.recv().unwrap();
+        let b_was_done = {
+            let b = b.clone();
+            let finished = finished.clone();
+            let mut seen = None;
+            a.run(|| {
+                finish.send(()).unwrap();
+                b.close();
+                seen = Some(finished.load(Ordering::SeqCst));
+            });
+            seen
+        };
+        assert_eq!(
+            b_was_done,
+            Some(true),
+            "B's close returned while B's callback ran"
+        );
+        b_callback.join().unwrap();
+    }
+}
