@@ -5,7 +5,7 @@
 //     latency of one cycle);
 //   - P4, contended: PROCS processes (this binary re-executed as workers) x SECTIONS sections of
 //     one lock (sections/s, wait, handoff in PING round trips, how often the holder changes),
-//     plus one untimed run per library under MONITOR for the Redis round trips per section.
+//     plus one untimed run per library under MONITOR for the Redis commands per section.
 //
 // Libraries are interleaved, the order rotating every repetition. Every library holds the lock
 // with a fixed 10 s lease (no watchdog). Fragments (bench/FRAGMENTS.md) P3b-go.json and
@@ -335,7 +335,7 @@ func contendedGoal(ctx context.Context, admin *goredislib.Client, cfg config) (*
 	f := &fragment{
 		Goal:   "P4",
 		Title:  "Go: contended handoff",
-		Target: "handoff p50 <= 2 RTT, wait max <= 10 ms, <= 4 Redis round trips per section",
+		Target: "handoff p50 <= 2 RTT, wait max <= 10 ms, <= 4 Redis commands per section",
 		Notes: fmt.Sprintf("%d processes x %d sections of one lock per run, %d reps, libraries interleaved (order rotating); "+
 			"fixed %s lease; wait = acquire call to return; handoff = release start to the next acquire return when the next holder "+
 			"was already waiting, / go-redis PING p50 (%.1f us, %d pings, same run); hand_changes = median per run; "+
@@ -410,7 +410,7 @@ func printP4(f *fragment, cfg config, ping float64) {
 			e["wait_p50_ms"], e["wait_p99_ms"], e["wait_max_ms"], handoff, rtt, e["hand_changes"],
 			e["redis_cmds_per_section"], e["retry_give_ups"])
 	}
-	fmt.Printf("headline: %s = %.2f, wait max %.1f ms, %.2f round trips/section (target %s: %s)\n",
+	fmt.Printf("headline: %s = %.2f, wait max %.1f ms, %.2f commands/section (target %s: %s)\n",
 		f.Headline.Label, f.Headline.Value, f.Series[0].Extra["wait_max_ms"], f.Series[0].Extra["redis_cmds_per_section"],
 		f.Target, metWord(f.Headline.Met))
 }

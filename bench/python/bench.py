@@ -412,11 +412,11 @@ def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
     p4 = {
         "goal": "P4",
         "title": f"Python: contended, {PROCESSES} processes x {args.sections} sections",
-        "target": "hand-off p50 <= 2 RTT, wait max <= 10 ms, <= 4 round trips/section",
+        "target": "hand-off p50 <= 2 RTT, wait max <= 10 ms, <= 4 commands/section",
         "headline": {
             "label": (
                 f"{OURS} hand-off p50 / PING p50 (met: <= 2, with wait max <= 10 ms and"
-                " <= 4 round trips/section)"
+                " <= 4 commands/section)"
             ),
             "value": value,
             "met": met,

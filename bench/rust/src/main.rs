@@ -6,9 +6,9 @@
 //! ```
 //!
 //! - P1 uncontended acquire+release vs raw redis-rs (`SET NX PX` + `EVALSHA` compare-and-delete)
-//! - P4 4 processes contending for one exclusive lock: handoffs, waits, round trips per section;
+//! - P4 4 processes contending for one exclusive lock: handoffs, waits, commands per section;
 //!   and, interleaved, the floor of any hand-off through Redis here (a bare pub/sub hop, no lock)
-//! - P5 8 tokio tasks, and 8 blocking threads, of one client on one lock: round trips per section
+//! - P5 8 tokio tasks, and 8 blocking threads, of one client on one lock: commands per section
 //! - P6 one client keeping 100 000 holds alive: Redis calls per renewal tick, CPU, memory per hold
 //! - P7 8 readers + 1 writer on a read/write lock vs 9 tasks on an exclusive lock
 //!

@@ -149,7 +149,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         let redis = median(&s.redis_usec);
         println!(
             "  {name:<38} {:>8.0} cycles/s median (min {:.0}, max {:.0}); p50 {p50:.1} µs \
-             (Redis {redis:.1} µs, client+network {:.1} µs); {:.2} round trips/cycle",
+             (Redis {redis:.1} µs, client+network {:.1} µs); {:.2} commands/cycle",
             median(&s.rates),
             s.rates.iter().copied().fold(f64::INFINITY, f64::min),
             s.rates.iter().copied().fold(0.0, f64::max),

@@ -2,8 +2,8 @@
 //! record wall-clock nanoseconds (shared by all processes of the host) when they ask, get and
 //! start releasing the lock; the parent checks that no two sections overlap and computes
 //! throughput, waits, handoffs (release start → next holder in, when that holder was already
-//! waiting), hand changes and client round trips per section (INFO commandstats deltas). One more
-//! untimed run under MONITOR counts the round trips a second way.
+//! waiting), hand changes and commands sent by clients per section (INFO commandstats deltas). One more
+//! untimed run under MONITOR counts them a second way.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -369,7 +369,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     let total = (PROCESSES * sections) as f64;
     let monitor_trips = counts.sent as f64 / total;
     println!(
-        "  under MONITOR (untimed): {monitor_trips:.2} round trips/section sent by clients, {:.2} \
+        "  under MONITOR (untimed): {monitor_trips:.2} commands/section sent by clients, {:.2} \
          commands/section inside scripts; sent: {:?}",
         counts.in_scripts as f64 / total,
         counts.sent_by_command
@@ -392,7 +392,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     let met = handoff_rtt <= 2.0 && wait_max_ms <= 10.0 && cmds <= 4.0;
     println!(
         "  median: {:.0} sections/s; handoff p50 {handoff_rtt:.2} rtt; wait max {wait_max_ms:.2} \
-         ms; {cmds:.2} round trips/section → {}",
+         ms; {cmds:.2} commands/section → {}",
         median(&rates),
         if met { "met" } else { "NOT met" }
     );
@@ -437,7 +437,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
              None, lease 10 s, release at once); wall-clock ns shared by the processes; sections \
              checked never to overlap and fencing tokens to increase; handoff = release start → \
              next acquire returned, counted when the next holder asked before that release \
-             started; wait_max over all reps, other figures medians of reps; round trips from \
+             started; wait_max over all reps, other figures medians of reps; commands from \
              INFO commandstats deltas (script calls, script loads, (un)subscribes, connection \
              setup), and once more untimed under MONITOR (lines not marked lua]); after each rep, \
              the floor: the same {PROCESSES} processes pass a message around a ring, each hop a \

@@ -1,5 +1,5 @@
 //! P5: one process, one client, one lock: 8 tokio tasks and, separately, 8 OS threads on
-//! `redlock_core::blocking`, each with its own owner. Client round trips per section (INFO
+//! `redlock_core::blocking`, each with its own owner. Commands sent by clients per section (INFO
 //! commandstats deltas), sections/s and waits. Variants interleave, the order swapping each rep.
 
 use std::sync::Arc;
@@ -71,7 +71,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
             v.failed.push(out.failed_attempts as f64 / total);
             v.waits_us.extend(out.waits_us);
             println!(
-                "  rep {} {}: {:.2} round trips/section ({:.2} script calls, {:.2} failed \
+                "  rep {} {}: {:.2} commands/section ({:.2} script calls, {:.2} failed \
                  attempts), {:.0} sections/s; Redis: {}",
                 rep + 1,
                 if is_tasks { "tasks  " } else { "threads" },
@@ -89,7 +89,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     let series = |name: &str, v: &Variant| {
         let w = sorted(v.waits_us.clone());
         println!(
-            "  {name:<32} {:.2} round trips/section median, {:.0} sections/s, wait p50 {:.2} ms \
+            "  {name:<32} {:.2} commands/section median, {:.0} sections/s, wait p50 {:.2} ms \
              p99 {:.2} ms max {:.2} ms",
             median(&v.trips),
             median(&v.rates),
@@ -97,7 +97,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
             percentile(&w, 99.0) / 1e3,
             max(&w) / 1e3
         );
-        Series::new(name, "Redis round trips/section", "lower", &v.trips)
+        Series::new(name, "Redis commands/section", "lower", &v.trips)
             .latency(Latency::from_us(&v.waits_us))
             .extra("sections_per_s", median(&v.rates))
             .extra("wait_p50_ms", percentile(&w, 50.0) / 1e3)
@@ -116,7 +116,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         title: "Rust: 8 tasks / 8 threads of one client on one lock".into(),
         target: "<= 2.5 Redis commands per section".into(),
         headline: Headline {
-            label: "Redis round trips per section (worse of tokio tasks / blocking threads)".into(),
+            label: "Redis commands per section (worse of tokio tasks / blocking threads)".into(),
             value: r3(worse),
             met: worse <= 2.5,
         },
@@ -125,7 +125,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
             "{reps} reps, variants interleaved (order swapped each rep); one process, one client, \
              one exclusive lock; {WORKERS} workers with an owner each x {sections} back-to-back \
              sections (acquire wait None, lease 10 s, release at once); series 1: tokio tasks on \
-             a 2-worker runtime, series 2: OS threads on redlock_core::blocking; round trips = \
+             a 2-worker runtime, series 2: OS threads on redlock_core::blocking; commands = \
              INFO commandstats deltas of script calls, script loads, (un)subscribes and connection \
              setup; sections checked never to overlap"
         ),

@@ -21,7 +21,7 @@ import java.util.Map;
  *       library after a warm-up, interleaved with the order rotated every repetition.
  *   <li>P4-java.json: 4 worker processes (JVMs on the same classpath) x S sections of one lock,
  *       R interleaved repetitions; wait, handoff in PING round trips, hand changes, sections/s,
- *       and Redis round trips per section from one more untimed run under MONITOR.
+ *       and Redis commands per section from one more untimed run under MONITOR.
  * </ul>
  *
  * <pre>
@@ -235,7 +235,7 @@ public final class LockBench {
       fragment.put("goal", "P4");
       fragment.put("title", "Java: contended, 4 processes on one lock");
       fragment.put(
-          "target", "handoff p50 <= 2 RTT, wait max <= 10 ms, <= 4 Redis round trips per section");
+          "target", "handoff p50 <= 2 RTT, wait max <= 10 ms, <= 4 Redis commands per section");
       fragment.put(
           "headline", headline("redlock-java handoff p50 / PING RTT p50", rtts, met));
       fragment.put("series", series);
