@@ -17,7 +17,8 @@ import (
 // handed to C.
 type clientHooks struct {
 	mu           sync.Mutex
-	lost         map[lostKey]*lostSignal
+	lost         map[lostKey][]*lostSignal
+	closed       bool // set by closeAll: no more signals are kept
 	onLockLost   func(LockLostEvent)
 	onContention func(ContentionAlert)
 }

@@ -57,7 +57,7 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	c := &Client{
 		id: nextClientID.Add(1),
 		hooks: &clientHooks{
-			lost:         make(map[lostKey]*lostSignal),
+			lost:         make(map[lostKey][]*lostSignal),
 			onLockLost:   s.onLockLost,
 			onContention: s.onContention,
 		},
@@ -162,7 +162,9 @@ type clientRef struct {
 func closeClient(ref clientRef) {
 	h := C.rl_client{id: C.uint64_t(ref.handle)}
 	C.rl_client_free(&h, nil)
-	hooksByClient.Delete(ref.id)
+	if hooks, ok := hooksByClient.LoadAndDelete(ref.id); ok {
+		hooks.(*clientHooks).closeAll()
+	}
 }
 
 // Close closes the client: the watchdog stops, waiting acquires end with ErrClosed, and later
@@ -173,6 +175,9 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closeErr = call("close", func(e *C.rl_error) C.rl_status { return C.rl_client_close(c.h, e) })
 		hooksByClient.Delete(c.id)
+		if c.hooks != nil { // nil in a Client that Connect did not return
+			c.hooks.closeAll()
+		}
 	})
 	return c.closeErr
 }

@@ -58,9 +58,11 @@ func (h *Hold) Extend(ctx context.Context, lease time.Duration) error {
 	return h.lock.Extend(ctx, h.owner, lease)
 }
 
-// Lost is closed when the client's watchdog finds the hold gone from Redis (it expired during
-// an outage, or was force-unlocked): stop relying on the lock. For a hold with a fixed lease
-// (WithLease) nothing watches it, and Lost returns nil, a channel that never delivers.
+// Lost is closed when the client finds the hold gone from Redis (it expired during an outage,
+// or was force-unlocked; found by the watchdog, a release, or the owner's next acquire of the
+// name), and when the client is closed (nothing keeps the hold any more): stop relying on the
+// lock. For a hold with a fixed lease (WithLease) nothing watches it, and Lost returns nil, a
+// channel that never delivers.
 func (h *Hold) Lost() <-chan struct{} {
 	if h.lost == nil {
 		return nil

@@ -89,6 +89,76 @@ func TestForceUnlockMakesTheHolderLoseItsHoldAndSignalsIt(t *testing.T) {
 	}
 }
 
+// A watched hold that vanished (another client's force unlock) and is taken again by its owner
+// before a renewal looked: the earlier hold is reported lost then, and the new one is not.
+func TestAnEarlierHoldThatANewAcquireFindsGoneIsReportedLost(t *testing.T) {
+	var mu sync.Mutex
+	var events []LockLostEvent
+	// The default lease (30 s): no renewal runs during the test.
+	c := connect(t, OnLockLost(func(e LockLostEvent) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}))
+	admin := connect(t)
+	name := uniqueName(t)
+	lock := mustLock(t, c, name)
+	owner := NewOwner()
+	first := mustAcquire(t, lock, owner)
+	if held := mustOK(t)(admin.ForceUnlock(bg, name)); !held {
+		t.Fatal("force unlock: it was held")
+	}
+	second := mustAcquire(t, lock, owner)
+	if second.HoldCount() != 1 || second.FencingToken() <= first.FencingToken() {
+		t.Fatalf("not a new hold: count %d, fence %d after %d", second.HoldCount(),
+			second.FencingToken(), first.FencingToken())
+	}
+	select {
+	case <-first.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first hold's Lost() was not closed")
+	}
+	reported := eventually(2*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) == 1
+	})
+	if !reported || events[0] != (LockLostEvent{Name: name, Mode: Write, OwnerToken: owner.Token()}) {
+		t.Fatalf("events: %+v", events)
+	}
+	select {
+	case <-second.Lost():
+		t.Fatal("the new hold was signalled lost")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if n := c.hooks.watched(); n != 1 {
+		t.Fatalf("%d lost signals kept, want the new hold's", n)
+	}
+	if err := second.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.hooks.watched(); n != 0 {
+		t.Fatalf("%d lost signals left", n)
+	}
+}
+
+// Closing the client ends waits on Lost: nothing keeps the holds any more.
+func TestClosingTheClientClosesLost(t *testing.T) {
+	c := connect(t)
+	hold := mustAcquire(t, mustLock(t, c, uniqueName(t)), NewOwner())
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hold.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost() was not closed by Close")
+	}
+	if n := c.hooks.watched(); n != 0 {
+		t.Fatalf("%d lost signals left", n)
+	}
+}
+
 func TestAReleaseThatFindsAWatchedHoldGoneIsLockLost(t *testing.T) {
 	c := connect(t) // lease 30s: the watchdog has not noticed yet when the release does
 	admin := connect(t)

@@ -172,13 +172,7 @@ func (l *Lock) acquire(ctx context.Context, owner *Owner, wait C.int64_t, opts [
 	}
 	h := &Hold{lock: l, owner: owner, fencingToken: uint64(acquired.fencing_token), holdCount: int(acquired.hold_count)}
 	if watched {
-		h.lost = l.client.hooks.track(l.key(owner))
-		var lost C.bool
-		// A loss reported before track ran would have found no signal to fire: look again.
-		if C.rl_hold_is_lost(hold, &lost, nil) == C.RL_OK && bool(lost) {
-			l.client.hooks.signalLost(l.key(owner))
-		}
-		C.rl_hold_free(&hold, nil)
+		h.lost = l.client.hooks.track(l.key(owner), h.fencingToken, hold)
 	}
 	return h, nil
 }

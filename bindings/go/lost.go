@@ -1,56 +1,122 @@
 package redlock
 
+/*
+#include "redlock.h"
+*/
+import "C"
+
 import "sync"
 
-// lostKey names one watched hold the way the library's lock-lost events do.
+// lostKey names watched holds the way the library's lock-lost events do: a name, a mode and an
+// owner. One key may name more than one hold: a newer one of the owner, and an older one the
+// library found gone (and reports lost) when the newer was taken.
 type lostKey struct {
 	name  string
 	mode  Mode
 	token string
 }
 
-// lostSignal is closed when the watchdog finds the hold gone. Reentrant holds of one owner
-// share one signal, as they share one hold in Redis.
+// lostSignal is closed when the library finds the hold gone. Reentrant holds of one owner share
+// one signal, as they share one hold in Redis (one fencing token). Which hold is lost, only the
+// library knows for sure, so the signal keeps the library's handle of its hold and asks it.
 type lostSignal struct {
-	ch   chan struct{}
-	once sync.Once
+	ch    chan struct{}
+	once  sync.Once
+	fence uint64
+	hold  C.rl_hold
 }
 
 func (s *lostSignal) fire() { s.once.Do(func() { close(s.ch) }) }
 
-// track returns the signal of a watched hold, creating it for a first hold.
-func (h *clientHooks) track(key lostKey) *lostSignal {
+// isLost asks the library whether the hold was found gone (no I/O).
+func (s *lostSignal) isLost() bool {
+	var lost C.bool
+	return C.rl_hold_is_lost(s.hold, &lost, nil) == C.RL_OK && bool(lost)
+}
+
+// track returns the signal of a watched hold just taken (its fencing token and the library's
+// handle, which the signal now owns): a re-entry joins the signal of its hold.
+func (h *clientHooks) track(key lostKey, fence uint64, hold C.rl_hold) *lostSignal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s, ok := h.lost[key]; ok {
+	for _, s := range h.settle(key, false) {
+		if s.fence == fence {
+			C.rl_hold_free(&hold, nil)
+			return s
+		}
+	}
+	s := &lostSignal{ch: make(chan struct{}), fence: fence, hold: hold}
+	// Lost already (a loss reported before this ran found no signal to fire), or the client
+	// closed meanwhile: nothing will report it later.
+	if lost := s.isLost(); lost || h.closed {
+		if lost {
+			s.fire()
+		}
+		C.rl_hold_free(&s.hold, nil)
 		return s
 	}
-	s := &lostSignal{ch: make(chan struct{})}
-	h.lost[key] = s
+	h.lost[key] = append(h.lost[key], s)
 	return s
 }
 
-// signalLost fires and forgets the signal of a hold reported lost.
+// signalLost fires the signals of key's holds that the library found gone (it reported a loss,
+// or a release found the hold lost).
 func (h *clientHooks) signalLost(key lostKey) {
 	h.mu.Lock()
-	s := h.lost[key]
-	delete(h.lost, key)
-	h.mu.Unlock()
-	if s != nil {
-		s.fire()
+	defer h.mu.Unlock()
+	h.settle(key, false)
+}
+
+// forget drops the signals of key's holds once the owner holds none (a release ended the last
+// hold, or found none); those of holds the library found gone fire first.
+func (h *clientHooks) forget(key lostKey) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.settle(key, true)
+}
+
+// closeAll settles every signal when the client is closed: the library's watchdog has stopped
+// and sets every kept hold's lost signal, so waits on Lost end instead of hanging.
+func (h *clientHooks) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for key := range h.lost {
+		h.settle(key, true)
 	}
 }
 
-// forget drops the signal of a hold that is no longer held (released, or found not held).
-func (h *clientHooks) forget(key lostKey) {
-	h.mu.Lock()
-	delete(h.lost, key)
-	h.mu.Unlock()
+// settle fires and drops the signals of key whose hold the library found gone, drops the others
+// too when all is set, and returns those kept. Called with h.mu held.
+func (h *clientHooks) settle(key lostKey, all bool) []*lostSignal {
+	signals := h.lost[key]
+	kept := signals[:0]
+	for _, s := range signals {
+		lost := s.isLost()
+		if !lost && !all {
+			kept = append(kept, s)
+			continue
+		}
+		if lost {
+			s.fire()
+		}
+		C.rl_hold_free(&s.hold, nil)
+	}
+	if len(kept) == 0 {
+		delete(h.lost, key)
+	} else {
+		h.lost[key] = kept
+	}
+	return kept
 }
 
 // watched reports how many holds have a lost signal (for leak checks in tests).
 func (h *clientHooks) watched() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.lost)
+	n := 0
+	for _, signals := range h.lost {
+		n += len(signals)
+	}
+	return n
 }
