@@ -52,14 +52,36 @@ func TestALeaseEndsTheHoldAndExtendMovesIt(t *testing.T) {
 	other.Release(bg)
 }
 
+// lostEvents records the lock-lost events of a client.
+type lostEvents struct {
+	mu     sync.Mutex
+	events []LockLostEvent
+}
+
+func (l *lostEvents) record(e LockLostEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+// wantOne waits until one event was reported, and checks that it is want.
+func (l *lostEvents) wantOne(t *testing.T, want LockLostEvent) {
+	t.Helper()
+	reported := eventually(2*time.Second, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.events) == 1
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !reported || l.events[0] != want {
+		t.Fatalf("events: %+v", l.events)
+	}
+}
+
 func TestForceUnlockMakesTheHolderLoseItsHoldAndSignalsIt(t *testing.T) {
-	var mu sync.Mutex
-	var events []LockLostEvent
-	c := connect(t, WithDefaultLease(300*time.Millisecond), OnLockLost(func(e LockLostEvent) {
-		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
-	}))
+	var lost lostEvents
+	c := connect(t, WithDefaultLease(300*time.Millisecond), OnLockLost(lost.record))
 	admin := connect(t)
 	name := uniqueName(t)
 	lock := mustLock(t, c, name)
@@ -73,14 +95,7 @@ func TestForceUnlockMakesTheHolderLoseItsHoldAndSignalsIt(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Lost() was not closed")
 	}
-	reported := eventually(2*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(events) == 1
-	})
-	if !reported || events[0] != (LockLostEvent{Name: name, Mode: Write, OwnerToken: owner.Token()}) {
-		t.Fatalf("events: %+v", events)
-	}
+	lost.wantOne(t, LockLostEvent{Name: name, Mode: Write, OwnerToken: owner.Token()})
 	// The watchdog noticed first; the release still says lost, and a second one not held.
 	wantErr(t, hold.Release(bg), ErrLockLost)
 	wantErr(t, hold.Release(bg), ErrNotHeld)
@@ -92,14 +107,9 @@ func TestForceUnlockMakesTheHolderLoseItsHoldAndSignalsIt(t *testing.T) {
 // A watched hold that vanished (another client's force unlock) and is taken again by its owner
 // before a renewal looked: the earlier hold is reported lost then, and the new one is not.
 func TestAnEarlierHoldThatANewAcquireFindsGoneIsReportedLost(t *testing.T) {
-	var mu sync.Mutex
-	var events []LockLostEvent
+	var lost lostEvents
 	// The default lease (30 s): no renewal runs during the test.
-	c := connect(t, OnLockLost(func(e LockLostEvent) {
-		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
-	}))
+	c := connect(t, OnLockLost(lost.record))
 	admin := connect(t)
 	name := uniqueName(t)
 	lock := mustLock(t, c, name)
@@ -118,14 +128,7 @@ func TestAnEarlierHoldThatANewAcquireFindsGoneIsReportedLost(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the first hold's Lost() was not closed")
 	}
-	reported := eventually(2*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(events) == 1
-	})
-	if !reported || events[0] != (LockLostEvent{Name: name, Mode: Write, OwnerToken: owner.Token()}) {
-		t.Fatalf("events: %+v", events)
-	}
+	lost.wantOne(t, LockLostEvent{Name: name, Mode: Write, OwnerToken: owner.Token()})
 	select {
 	case <-second.Lost():
 		t.Fatal("the new hold was signalled lost")
