@@ -67,6 +67,13 @@ struct WatchEntry {
     releasing: u32,
 }
 
+impl Drop for WatchEntry {
+    /// However the tracking goes (released, lost, replaced, closed), the hold is no longer kept.
+    fn drop(&mut self) {
+        self.lost.ended.store(true, Ordering::SeqCst);
+    }
+}
+
 /// What a renewal sends for one hold, in one allocation: the state key, then the owner token. At 100 000 holds, building a tick's calls is mostly waiting for memory: one cache
 /// miss per hold here instead of three (the lock's keys, the key text, the token).
 #[derive(Clone)]
@@ -120,10 +127,20 @@ fn prefetch(_text: &str) {}
 #[derive(Debug, Default)]
 pub(crate) struct LostSignal {
     lost: AtomicBool,
+    /// The watchdog stopped keeping the hold (its tracking was dropped). Set after `lost`, when
+    /// both are: a reader that sees it set then reads `lost` as final.
+    ended: AtomicBool,
     notify: Notify,
 }
 
 impl LostSignal {
+    /// The signal of a hold that ended before it was tracked.
+    fn ended() -> Self {
+        let signal = LostSignal::default();
+        signal.ended.store(true, Ordering::SeqCst);
+        signal
+    }
+
     fn set(&self) {
         self.lost.store(true, Ordering::SeqCst);
         self.notify.notify_waiters();
@@ -131,6 +148,12 @@ impl LostSignal {
 
     pub(crate) fn is_set(&self) -> bool {
         self.lost.load(Ordering::SeqCst)
+    }
+
+    /// Whether the watchdog still keeps the hold: not lost, and its tracking not dropped (by
+    /// the release that ended it, or on close). Once false, `is_set` no longer changes.
+    pub(crate) fn is_watched(&self) -> bool {
+        !self.ended.load(Ordering::SeqCst) && !self.is_set()
     }
 
     /// Resolves once set; never if the hold ends without being lost.
@@ -151,9 +174,44 @@ impl LostSignal {
 #[derive(Default)]
 pub(crate) struct Watchdog {
     entries: Mutex<HashMap<WatchKey, WatchEntry>>,
+    /// Trackings that a new hold of their owner replaced while a release of them was under way,
+    /// by id: that release's reply tells whether it ended the hold or found it lost. (Locked
+    /// after `entries` when both are.)
+    parked: Mutex<HashMap<u64, WatchEntry>>,
     lost: Mutex<LostHolds>,
+    /// Locked after `entries` when both are.
+    ended: Mutex<EndedUntracked>,
     next_id: AtomicU64,
     renew_calls: AtomicU64,
+}
+
+/// Holds a release ended before this client heard of their acquire (calls of one owner may
+/// finish in another order than Redis ran them), by key and fencing token, oldest first; the
+/// oldest is forgotten past [`ENDED_REMEMBERED`].
+#[derive(Default)]
+struct EndedUntracked {
+    holds: VecDeque<(WatchKey, u64)>,
+}
+
+/// Ended holds remembered until their late acquire is heard (see [`EndedUntracked`]).
+const ENDED_REMEMBERED: usize = 1_000;
+
+impl EndedUntracked {
+    fn insert(&mut self, key: WatchKey, fence: u64) {
+        if self.holds.len() == ENDED_REMEMBERED {
+            self.holds.pop_front();
+        }
+        self.holds.push_back((key, fence));
+    }
+
+    /// Whether the hold of `key` with `fence` ended already (forgotten now).
+    fn take(&mut self, key: &WatchKey, fence: u64) -> bool {
+        if self.holds.is_empty() {
+            return false;
+        }
+        let found = self.holds.iter().position(|(k, f)| *f == fence && k == key);
+        found.and_then(|at| self.holds.remove(at)).is_some()
+    }
 }
 
 /// Holds found lost and not yet released, oldest first.
@@ -216,6 +274,11 @@ impl Watchdog {
         // A new hold of the same owner is not the lost one.
         self.lost.lock().unwrap().take(&key);
         let mut entries = self.entries.lock().unwrap();
+        // Under the entries' lock, as a release records it there.
+        if self.ended.lock().unwrap().take(&key, fence) {
+            // Its release was heard first: nothing to keep.
+            return (Arc::new(LostSignal::ended()), None);
+        }
         let new_entry = |key: &WatchKey| WatchEntry {
             lost: Arc::default(),
             renewal: Renewal::new(key, self.next_id.fetch_add(1, Ordering::Relaxed)),
@@ -233,6 +296,9 @@ impl Watchdog {
                     if old.releasing == 0 {
                         old.lost.set();
                         replaced = Some(tracked.key().clone());
+                    } else {
+                        let mut parked = self.parked.lock().unwrap();
+                        parked.insert(old.renewal.id, old);
                     }
                 }
                 (tracked.get().lost.clone(), replaced)
@@ -248,14 +314,84 @@ impl Watchdog {
     /// release marked (`releasing`) if nothing replaced it since, or an older hold still
     /// tracked; not a hold taken after the release ran. Returns whether one was tracked. `key`
     /// is only made when something is tracked at all.
+    ///
+    /// A tracked hold with a smaller fence than the one ended, or one that a new hold of the
+    /// owner replaced while this release was under way, was gone when the newer hold was taken:
+    /// ended by this release (its fence is the one ended), by another release of it still under
+    /// way (whose reply decides), or else lost, and reported so now.
     pub(crate) fn forget(
         &self,
+        client: &ClientInner,
         key: impl FnOnce() -> WatchKey,
         fence: u64,
         releasing: &Releasing<'_>,
     ) -> bool {
+        let (tracked, lost) = self.forget_entry(key, fence, releasing);
+        for key in &lost {
+            report_lost(client, key);
+        }
+        tracked
+    }
+
+    /// [`forget`](Self::forget) without the report: also returns the keys of holds found lost
+    /// (their signals set).
+    fn forget_entry(
+        &self,
+        key: impl FnOnce() -> WatchKey,
+        fence: u64,
+        releasing: &Releasing<'_>,
+    ) -> (bool, Vec<WatchKey>) {
+        let mut lost = Vec::new();
+        let mut tracked = false;
+        // Under the entries' lock: a new hold's tracking parks the marked one under it too.
         let mut entries = self.entries.lock().unwrap();
-        !entries.is_empty() && take_gone(&mut entries, &key(), fence, Some(releasing)).is_some()
+        if let Some((parked_key, parked)) = self.take_parked(releasing) {
+            tracked = true;
+            if parked.fence != fence {
+                parked.lost.set();
+                lost.push(parked_key);
+            }
+        }
+        if entries.is_empty() {
+            return (tracked, lost);
+        }
+        let key = key();
+        let Some(entry) = entries.get(&key) else {
+            return (tracked, lost);
+        };
+        let marked = releasing.marked(entry);
+        // The hold this release ended; or, marked, one a server that lost its data counted anew.
+        if entry.fence == fence || (marked && entry.fence > fence) {
+            entries.remove(&key);
+            return (true, lost);
+        }
+        // A later hold.
+        if entry.fence > fence {
+            return (tracked, lost);
+        }
+        // The tracked hold was gone when the one ended here was taken, whose acquire this client
+        // has not heard yet: that one must not be kept when it is.
+        self.ended.lock().unwrap().insert(key.clone(), fence);
+        let entry = entries.remove(&key).expect("looked up above");
+        if entry.releasing > u32::from(marked) {
+            // Another release of it is under way: that one's reply tells whether it ended it.
+            self.parked.lock().unwrap().insert(entry.renewal.id, entry);
+        } else {
+            entry.lost.set();
+            lost.push(key);
+        }
+        (true, lost)
+    }
+
+    /// The tracking `releasing` marked, if a new hold replaced it meanwhile. Called with the
+    /// entries' lock held (a tracking is parked under it).
+    fn take_parked(&self, releasing: &Releasing<'_>) -> Option<(WatchKey, WatchEntry)> {
+        let (key, id) = releasing.tracked.as_ref()?;
+        let mut parked = self.parked.lock().unwrap();
+        if parked.is_empty() {
+            return None;
+        }
+        parked.remove(id).map(|entry| (key.clone(), entry))
     }
 
     /// Marks the tracked hold of `key`, if any, as being released until the guard is dropped.
@@ -338,14 +474,28 @@ impl Watchdog {
         upto: u64,
         releasing: Option<&Releasing<'_>>,
     ) -> bool {
-        let tracked = take_gone(&mut self.entries.lock().unwrap(), key, upto, releasing);
-        if let Some(entry) = tracked {
+        if let Some(entry) = self.take_lost_entry(key, upto, releasing) {
             // Found by this call before the watchdog's next tick: report it now.
             entry.lost.set();
             report_lost(client, key);
             return true;
         }
         self.lost.lock().unwrap().take(key)
+    }
+
+    /// The tracking [`take_lost`](Self::take_lost) finds lost, taken out of tracking.
+    fn take_lost_entry(
+        &self,
+        key: &WatchKey,
+        upto: u64,
+        releasing: Option<&Releasing<'_>>,
+    ) -> Option<WatchEntry> {
+        let mut entries = self.entries.lock().unwrap();
+        // The marked tracking, replaced by a new hold meanwhile: gone, and not by this release.
+        let parked = releasing.and_then(|r| self.take_parked(r));
+        parked
+            .map(|(_, entry)| entry)
+            .or_else(|| take_gone(&mut entries, key, upto, releasing))
     }
 
     /// A new fixed-lease hold of `key` is not the lost one (watched holds clear it in `track`).
@@ -423,9 +573,18 @@ impl Drop for Releasing<'_> {
             return;
         };
         let mut entries = self.watchdog.entries.lock().unwrap();
-        // Gone or replaced by a newer hold's tracking: nothing of this mark is left.
         if let Some(entry) = entries.get_mut(&key).filter(|e| e.renewal.id == id) {
             entry.releasing -= 1;
+            return;
+        }
+        // Replaced by a newer hold's tracking: once no release of it is under way, nobody can
+        // tell any more whether it was lost (a release without a reply, say): dropped unreported.
+        let mut parked = self.watchdog.parked.lock().unwrap();
+        if let Some(entry) = parked.get_mut(&id) {
+            entry.releasing -= 1;
+            if entry.releasing == 0 {
+                parked.remove(&id);
+            }
         }
     }
 }
@@ -544,6 +703,18 @@ mod tests {
         watchdog.track_entry(key, fence).0
     }
 
+    /// A release's forget (no client: returns the replaced hold found lost instead).
+    fn forget(
+        watchdog: &Watchdog,
+        token: &str,
+        fence: u64,
+        releasing: &Releasing<'_>,
+    ) -> Option<WatchKey> {
+        let mut lost = watchdog.forget_entry(|| key(token), fence, releasing).1;
+        assert!(lost.len() <= 1);
+        lost.pop()
+    }
+
     /// A guard that marks nothing (its release began while nothing of the key was tracked).
     fn unmarked(watchdog: &Watchdog) -> Releasing<'_> {
         watchdog.releasing(|| key("nobody"))
@@ -562,11 +733,101 @@ mod tests {
             "a new hold gets its own lost signal"
         );
         assert!(!first.is_set(), "a hold being released is not lost");
-        assert!(!watchdog.forget(|| key("a"), 7, &releasing));
+        assert!(first.is_watched(), "its release decides");
+        // The release's reply: it ended fence 7, the replaced hold; the new one stays kept.
+        assert!(forget(&watchdog, "a", 7, &releasing).is_none());
         drop(releasing);
+        assert!(!first.is_set() && !first.is_watched());
+        assert!(second.is_watched());
         assert_eq!(tracked_fence(&watchdog, "a"), Some(9));
-        assert!(watchdog.forget(|| key("a"), 9, &unmarked(&watchdog)));
+        assert!(forget(&watchdog, "a", 9, &unmarked(&watchdog)).is_none());
+        assert!(!second.is_set() && !second.is_watched());
         assert_eq!(watchdog.len(), 0);
+        assert!(watchdog.parked.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_hold_replaced_while_released_is_lost_when_the_release_ended_another() {
+        let watchdog = Watchdog::default();
+        let first = track(&watchdog, key("a"), 7);
+        // Redis ran: a force unlock (fence 7 gone), the owner's acquire (fence 9), then the
+        // release, which ended the owner's hold there: fence 9.
+        let releasing = watchdog.releasing(|| key("a"));
+        let second = track(&watchdog, key("a"), 9);
+        assert!(forget(&watchdog, "a", 9, &releasing) == Some(key("a")));
+        drop(releasing);
+        assert!(first.is_set() && !first.is_watched());
+        assert!(!second.is_set() && !second.is_watched());
+        assert_eq!(watchdog.len(), 0);
+        assert!(watchdog.parked.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_hold_replaced_while_released_is_lost_when_the_release_finds_nothing() {
+        let watchdog = Watchdog::default();
+        let first = track(&watchdog, key("a"), 7);
+        // Redis ran: a force unlock, the release (nothing held, fences up to 8 gone), then the
+        // owner's acquire (fence 9), which this client heard first.
+        let releasing = watchdog.releasing(|| key("a"));
+        let second = track(&watchdog, key("a"), 9);
+        let lost = watchdog.take_lost_entry(&key("a"), 8, Some(&releasing));
+        assert!(lost.is_some_and(|entry| entry.fence == 7));
+        drop(releasing);
+        // A second release of the owner, heard now, finds nothing: the new hold is not lost.
+        assert!(
+            watchdog
+                .take_lost_entry(&key("a"), 8, Some(&unmarked(&watchdog)))
+                .is_none()
+        );
+        assert!(second.is_watched() && !first.is_watched());
+        assert!(watchdog.parked.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_release_heard_before_the_acquire_of_the_hold_it_ended_reports_the_older_lost() {
+        let watchdog = Watchdog::default();
+        let first = track(&watchdog, key("a"), 7);
+        // Redis ran: a force unlock, the owner's acquire (fence 9), then the release, which
+        // ended fence 9; this client heard the release first.
+        let releasing = watchdog.releasing(|| key("a"));
+        assert!(forget(&watchdog, "a", 9, &releasing) == Some(key("a")));
+        drop(releasing);
+        assert!(first.is_set() && !first.is_watched());
+        let second = track(&watchdog, key("a"), 9);
+        assert!(!second.is_watched() && !second.is_set(), "released already");
+        assert_eq!(watchdog.len(), 0);
+        // Remembered once: a later hold with that fence (a server counting anew) is kept.
+        assert!(track(&watchdog, key("a"), 9).is_watched());
+    }
+
+    #[test]
+    fn an_older_hold_that_another_release_is_ending_is_left_to_that_release() {
+        let watchdog = Watchdog::default();
+        let first = track(&watchdog, key("a"), 7);
+        // Two releases of the owner: one ends fence 7, then an acquire takes fence 9 and the
+        // other release ends it. The second is heard first, and began before any tracking.
+        let ending_seven = watchdog.releasing(|| key("a"));
+        assert!(forget(&watchdog, "a", 9, &unmarked(&watchdog)).is_none());
+        assert!(first.is_watched(), "the release of it decides");
+        assert!(forget(&watchdog, "a", 7, &ending_seven).is_none());
+        drop(ending_seven);
+        assert!(!first.is_set() && !first.is_watched());
+        assert!(watchdog.parked.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_replaced_hold_whose_releases_end_without_a_reply_is_dropped_unreported() {
+        let watchdog = Watchdog::default();
+        let first = track(&watchdog, key("a"), 7);
+        let one = watchdog.releasing(|| key("a"));
+        let two = watchdog.releasing(|| key("a"));
+        track(&watchdog, key("a"), 9);
+        drop(one);
+        assert!(first.is_watched(), "a release of it is still under way");
+        drop(two);
+        assert!(!first.is_watched() && !first.is_set());
+        assert!(watchdog.parked.lock().unwrap().is_empty());
+        assert_eq!(tracked_fence(&watchdog, "a"), Some(9));
     }
 
     #[test]
@@ -582,10 +843,19 @@ mod tests {
         assert!(replaced == Some(key("a")));
         assert!(!watchdog.lost.lock().unwrap().keys.contains(&key("a")));
         assert_eq!(tracked_fence(&watchdog, "a"), Some(1));
-        assert!(watchdog.forget(|| key("a"), 1, &unmarked(&watchdog)));
-        // A release that ended a hold this client never tracked still clears an older one.
-        track(&watchdog, key("b"), 3);
-        assert!(watchdog.forget(|| key("b"), 5, &unmarked(&watchdog)));
+        assert!(
+            watchdog
+                .forget_entry(|| key("a"), 1, &unmarked(&watchdog))
+                .0
+        );
+        // A release that ended a hold this client has not tracked (yet) clears an older one,
+        // which was gone before: lost.
+        let older = track(&watchdog, key("b"), 3);
+        assert!(forget(&watchdog, "b", 5, &unmarked(&watchdog)) == Some(key("b")));
+        assert!(older.is_set());
+        // The ended hold's acquire, heard now, keeps nothing.
+        let late = track(&watchdog, key("b"), 5);
+        assert!(!late.is_watched() && !late.is_set());
         assert_eq!(watchdog.len(), 0);
     }
 
@@ -596,7 +866,7 @@ mod tests {
         // The server restarted and the owner acquired again through an untracked call (fixed
         // lease): the release ends fence 2, and the tracking it marked goes with it.
         let releasing = watchdog.releasing(|| key("a"));
-        assert!(watchdog.forget(|| key("a"), 2, &releasing));
+        assert!(watchdog.forget_entry(|| key("a"), 2, &releasing).0);
         drop(releasing);
         assert_eq!(watchdog.len(), 0);
     }

@@ -370,3 +370,59 @@ async fn an_earlier_hold_that_a_new_acquire_finds_gone_is_reported_lost() {
     assert_eq!(lock.release(&owner).await.unwrap_err(), Error::NotHeld);
     assert_eq!(events.lock().unwrap().len(), 1);
 }
+
+/// One owner's release and new acquire race after its hold vanished: in whatever order Redis
+/// runs them and this client hears their replies, the vanished hold is reported lost exactly
+/// once, and the new hold is kept exactly while Redis has it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_racing_a_new_acquire_after_the_hold_vanished_reports_it_lost_once() {
+    const ROUNDS: usize = 60;
+    let server = RedisServer::start();
+    let (client, events) = recording_losses(&server, Duration::from_secs(60)).await;
+    let other = connect(&server).await;
+    let lock = client.lock("raced").unwrap();
+    let (mut lock_lost, mut ended_new) = (0, 0);
+    for round in 0..ROUNDS {
+        let owner = Owner::random();
+        let first = lock.acquire(&owner, NOW, None).await.unwrap();
+        assert!(other.force_unlock("raced").await.unwrap());
+        let release = tokio::spawn({
+            let (lock, owner) = (lock.clone(), owner.clone());
+            async move { lock.release(&owner).await }
+        });
+        let acquire = tokio::spawn({
+            let (lock, owner) = (lock.clone(), owner.clone());
+            async move { lock.acquire(&owner, NOW, None).await }
+        });
+        let (released, second) = (release.await.unwrap(), acquire.await.unwrap().unwrap());
+        assert!(
+            first.is_lost() && !first.is_watched(),
+            "round {round}: {released:?}, first {} watched {}, second {} x{} watched {}",
+            first.fencing_token(),
+            first.is_watched(),
+            second.fencing_token(),
+            second.hold_count(),
+            second.is_watched()
+        );
+        match released {
+            // Redis ran the release first: it found the hold gone.
+            Err(Error::LockLost) => {
+                lock_lost += 1;
+                assert!(second.is_watched(), "round {round}: the new hold is kept");
+                assert_eq!(lock.release(&owner).await.unwrap(), 0);
+            }
+            // The acquire first: the release ended the new hold.
+            Ok(0) => {
+                ended_new += 1;
+                assert!(!second.is_watched() && !second.is_lost(), "round {round}");
+                assert!(!lock.is_locked().await.unwrap());
+            }
+            other => panic!("round {round}: the release said {other:?}"),
+        }
+        assert!(!second.is_lost(), "round {round}");
+        assert_eq!(client.watched_holds(), 0, "round {round}");
+    }
+    tokio::time::sleep(ms(200)).await; // callbacks run on the blocking pool
+    assert_eq!(events.lock().unwrap().len(), ROUNDS);
+    eprintln!("release first: {lock_lost}, acquire first: {ended_new}");
+}

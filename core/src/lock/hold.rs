@@ -51,6 +51,12 @@ impl Hold {
     pub fn is_lost(&self) -> bool {
         self.lost.as_ref().is_some_and(|signal| signal.is_set())
     }
+    /// Whether this client's watchdog still keeps the hold alive: false once a release ended
+    /// it (the owner's last hold count), once it is lost, and after the client is closed. Always
+    /// false for holds with an explicit lease. Once false, [`is_lost`](Self::is_lost) is final.
+    pub fn is_watched(&self) -> bool {
+        self.lost.as_ref().is_some_and(|signal| signal.is_watched())
+    }
     /// Resolves when the hold is found gone (see [`is_lost`](Self::is_lost)); never for holds
     /// with an explicit lease.
     pub async fn lost(&self) {

@@ -99,7 +99,9 @@ impl Undo {
             // The owner's hold ended here (its other calls released their counts first): the
             // watchdog must not keep it, nor call it lost at its next renewal.
             ReleaseReply::Ended { fence, .. } => {
-                lock.client.watchdog.forget(key, fence, &releasing);
+                lock.client
+                    .watchdog
+                    .forget(&lock.client, key, fence, &releasing);
                 Ok(())
             }
         }

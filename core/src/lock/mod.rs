@@ -241,7 +241,8 @@ impl Lock {
         match reply {
             ReleaseReply::Left(left) => Ok(left),
             ReleaseReply::Ended { fence, granted_to } => {
-                (self.client.watchdog).forget(|| self.watch_key(owner), fence, releasing);
+                let watch_key = || self.watch_key(owner);
+                (self.client.watchdog).forget(&self.client, watch_key, fence, releasing);
                 // The next release of this name goes behind a PING while releases grant the
                 // lock to other clients' waiters (see `calls::behind_ping`). A grant to one of
                 // this client's own waiters needs none: the reply and the grant both come to
