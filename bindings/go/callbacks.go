@@ -46,7 +46,7 @@ func redlockGoLockLost(client unsafe.Pointer, event *C.rl_lock_lost_event) {
 		Mode:       Mode(event.mode),
 		OwnerToken: C.GoString(event.owner_token),
 	}
-	hooks.signalLost(lostKey{ev.Name, ev.Mode, ev.OwnerToken})
+	hooks.settleKey(lostKey{ev.Name, ev.Mode, ev.OwnerToken})
 	if hooks.onLockLost != nil {
 		// In a goroutine: the library's thread must not wait for user code.
 		go hooks.onLockLost(ev)

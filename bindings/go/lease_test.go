@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -142,6 +143,64 @@ func TestAnEarlierHoldThatANewAcquireFindsGoneIsReportedLost(t *testing.T) {
 	}
 	if n := c.hooks.watched(); n != 0 {
 		t.Fatalf("%d lost signals left", n)
+	}
+}
+
+// One owner's release and new acquire race after its hold vanished: whichever Redis runs first,
+// the vanished hold's Lost() closes, and the new hold keeps its signal exactly while the library
+// keeps the hold (a release heard late must not drop it).
+func TestAReleaseRacingANewAcquireLeavesTheNewHoldsSignal(t *testing.T) {
+	const rounds = 40
+	var lost lostEvents
+	c := connect(t, OnLockLost(lost.record))
+	admin := connect(t)
+	name := uniqueName(t)
+	lock := mustLock(t, c, name)
+	for round := range rounds {
+		owner := NewOwner()
+		first := mustAcquire(t, lock, owner)
+		if held := mustOK(t)(admin.ForceUnlock(bg, name)); !held {
+			t.Fatal("force unlock: it was held")
+		}
+		released := make(chan error, 1)
+		go func() {
+			_, err := lock.Release(bg, owner)
+			released <- err
+		}()
+		second := mustAcquire(t, lock, owner)
+		err := <-released
+		select {
+		case <-first.Lost():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: the vanished hold's Lost() was not closed", round)
+		}
+		switch {
+		case errors.Is(err, ErrLockLost): // the release ran first
+			if n := c.hooks.watched(); n != 1 {
+				t.Fatalf("round %d: %d lost signals kept, want the new hold's", round, n)
+			}
+			if err := second.Release(bg); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		case err == nil: // the acquire ran first, and the release ended the new hold
+		default:
+			t.Fatalf("round %d: the release said %v", round, err)
+		}
+		select {
+		case <-second.Lost():
+			t.Fatalf("round %d: the new hold was signalled lost", round)
+		default:
+		}
+		if n := c.hooks.watched(); n != 0 {
+			t.Fatalf("round %d: %d lost signals left", round, n)
+		}
+	}
+	if !eventually(2*time.Second, func() bool {
+		lost.mu.Lock()
+		defer lost.mu.Unlock()
+		return len(lost.events) == rounds
+	}) {
+		t.Fatalf("%d lost events, want %d", len(lost.events), rounds)
 	}
 }
 

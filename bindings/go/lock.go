@@ -211,11 +211,8 @@ func (l *Lock) Release(ctx context.Context, owner *Owner) (remaining int, err er
 	err = call("release", func(e *C.rl_error) C.rl_status { return C.rl_lock_release(l.h, owner.h, &left, e) })
 	runtime.KeepAlive(l)
 	runtime.KeepAlive(owner)
-	switch {
-	case errors.Is(err, ErrLockLost):
-		l.client.hooks.signalLost(l.key(owner))
-	case errors.Is(err, ErrNotHeld), err == nil && left == 0:
-		l.client.hooks.forget(l.key(owner))
+	if errors.Is(err, ErrLockLost) || errors.Is(err, ErrNotHeld) || err == nil && left == 0 {
+		l.client.hooks.settleKey(l.key(owner))
 	}
 	return int(left), err
 }

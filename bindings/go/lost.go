@@ -34,6 +34,13 @@ func (s *lostSignal) isLost() bool {
 	return C.rl_hold_is_lost(s.hold, &lost, nil) == C.RL_OK && bool(lost)
 }
 
+// isWatched asks the library whether its watchdog still keeps the hold (no I/O): once not, the
+// hold was released, lost or its client closed, and isLost no longer changes.
+func (s *lostSignal) isWatched() bool {
+	var watched C.bool
+	return C.rl_hold_is_watched(s.hold, &watched, nil) == C.RL_OK && bool(watched)
+}
+
 // track returns the signal of a watched hold just taken (its fencing token and the library's
 // handle, which the signal now owns): a re-entry joins the signal of its hold.
 func (h *clientHooks) track(key lostKey, fence uint64, hold C.rl_hold) *lostSignal {
@@ -46,10 +53,10 @@ func (h *clientHooks) track(key lostKey, fence uint64, hold C.rl_hold) *lostSign
 		}
 	}
 	s := &lostSignal{ch: make(chan struct{}), fence: fence, hold: hold}
-	// Lost already (a loss reported before this ran found no signal to fire), or the client
-	// closed meanwhile: nothing will report it later.
-	if lost := s.isLost(); lost || h.closed {
-		if lost {
+	// Not kept (lost already, released by a call heard first, or the client closed meanwhile):
+	// nothing will report it later.
+	if !s.isWatched() || h.closed {
+		if s.isLost() {
 			s.fire()
 		}
 		C.rl_hold_free(&s.hold, nil)
@@ -59,20 +66,13 @@ func (h *clientHooks) track(key lostKey, fence uint64, hold C.rl_hold) *lostSign
 	return s
 }
 
-// signalLost fires the signals of key's holds that the library found gone (it reported a loss,
-// or a release found the hold lost).
-func (h *clientHooks) signalLost(key lostKey) {
+// settleKey fires the signals of key's holds that the library found gone and drops those it no
+// longer keeps (after a loss event, or a release of key's owner, which may have ended a hold).
+// A hold the library still keeps keeps its signal, whichever goroutine released what.
+func (h *clientHooks) settleKey(key lostKey) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.settle(key, false)
-}
-
-// forget drops the signals of key's holds once the owner holds none (a release ended the last
-// hold, or found none); those of holds the library found gone fire first.
-func (h *clientHooks) forget(key lostKey) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.settle(key, true)
 }
 
 // closeAll settles every signal when the client is closed: the library's watchdog has stopped
@@ -86,18 +86,17 @@ func (h *clientHooks) closeAll() {
 	}
 }
 
-// settle fires and drops the signals of key whose hold the library found gone, drops the others
-// too when all is set, and returns those kept. Called with h.mu held.
+// settle fires the signals of key whose hold the library found gone, drops those it no longer
+// keeps (all of them when all is set), and returns those kept. Called with h.mu held.
 func (h *clientHooks) settle(key lostKey, all bool) []*lostSignal {
 	signals := h.lost[key]
 	kept := signals[:0]
 	for _, s := range signals {
-		lost := s.isLost()
-		if !lost && !all {
+		if !all && s.isWatched() {
 			kept = append(kept, s)
 			continue
 		}
-		if lost {
+		if s.isLost() {
 			s.fire()
 		}
 		C.rl_hold_free(&s.hold, nil)

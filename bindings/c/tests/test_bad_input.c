@@ -152,6 +152,8 @@ static void durations_must_be_positive_or_the_sentinel(void) {
         &err);
     CHECK_REJECTED(RL_INVALID_ARGUMENT, rl_hold_wait_lost(hold, -5, (rl_cancel){0}, NULL, &err),
                    &err, "timeout_ms");
+    CHECK_REJECTED(RL_INVALID_ARGUMENT, rl_hold_is_watched(hold, NULL, &err), &err, "out");
+    CHECK_REJECTED(RL_INVALID_ARGUMENT, rl_hold_is_lost(hold, NULL, &err), &err, "out");
     CHECK_OK(rl_lock_release(lock, owner, NULL, &err), &err);
 done:
     rl_hold_free(&hold, NULL);

@@ -25,6 +25,9 @@ static void zero_freed_foreign_and_wrong_kind_handles_are_rejected(void) {
                           "is an rl_owner handle, but an rl_lock handle was expected");
     CHECK_HANDLE_REJECTED(rl_client_lock((rl_client){owner.id}, "x", &lock, &err), &err,
                           "rl_client");
+    CHECK_HANDLE_REJECTED(rl_hold_is_watched((rl_hold){0}, &locked, &err), &err, "is 0");
+    CHECK_HANDLE_REJECTED(rl_hold_is_watched((rl_hold){owner.id}, &locked, &err), &err,
+                          "rl_hold");
 
     TRY(rl_client_lock(client, unique_name("handles"), &lock, &err), &err);
     copy = lock;

@@ -114,9 +114,11 @@ static void a_hold_removed_behind_the_watchdog_is_reported_lost(void) {
     TRY(rl_lock_acquire_ex(lock, owner, 0, RL_LEASE_WATCHDOG, (rl_cancel){0}, "c-test",
                                   NULL, &hold, &err),
                &err);
-    bool lost = true;
+    bool lost = true, watched = false;
     CHECK_OK(rl_hold_wait_lost(hold, 50, (rl_cancel){0}, &lost, &err), &err);
     CHECK(!lost); /* not lost yet: the wait timed out */
+    CHECK_OK(rl_hold_is_watched(hold, &watched, &err), &err);
+    CHECK(watched);
 
     bool was_held = false;
     CHECK_OK(rl_client_force_unlock(admin, name, &was_held, &err), &err); /* another client */
@@ -125,6 +127,8 @@ static void a_hold_removed_behind_the_watchdog_is_reported_lost(void) {
     CHECK(lost);
     CHECK_OK(rl_hold_is_lost(hold, &lost, &err), &err);
     CHECK(lost);
+    CHECK_OK(rl_hold_is_watched(hold, &watched, &err), &err);
+    CHECK(!watched);
     CHECK(eventually(lost_reported, &w, 3000));
     CHECK(strcmp(w.lost_name, name) == 0);
     /* The watchdog noticed first; the release still says lost, and a second one not held. */
@@ -184,9 +188,61 @@ static void a_fixed_lease_hold_is_not_watched(void) {
                  &err);
     CHECK_OK(rl_hold_is_lost(hold, &lost, &err), &err);
     CHECK(!lost);
+    bool watched = true;
+    CHECK_OK(rl_hold_is_watched(hold, &watched, &err), &err);
+    CHECK(!watched);
     CHECK_OK(rl_lock_release(lock, owner, NULL, &err), &err);
 done:
     rl_hold_free(&hold, NULL);
+    rl_owner_free(&owner, NULL);
+    rl_lock_free(&lock, NULL);
+    rl_client_free(&client, NULL);
+    rl_error_free(&err);
+}
+
+static bool is_watched(rl_hold hold) {
+    bool watched = false;
+    rl_error err = {0};
+    CHECK_OK(rl_hold_is_watched(hold, &watched, &err), &err);
+    rl_error_free(&err);
+    return watched;
+}
+
+static void a_hold_is_watched_until_its_last_release_or_close(void) {
+    rl_error err = {0};
+    rl_client client = connect_default();
+    rl_lock lock = {0};
+    rl_owner owner = {0};
+    rl_hold first = {0}, again = {0}, next = {0};
+    uint32_t left = 9;
+    bool lost = true;
+    TRY(rl_client_lock(client, unique_name("watched"), &lock, &err), &err);
+    TRY(rl_owner_random(&owner, &err), &err);
+    TRY(rl_lock_acquire_ex(lock, owner, 0, RL_LEASE_WATCHDOG, (rl_cancel){0}, NULL, NULL, &first,
+                           &err),
+        &err);
+    TRY(rl_lock_acquire_ex(lock, owner, 0, RL_LEASE_WATCHDOG, (rl_cancel){0}, NULL, NULL, &again,
+                           &err),
+        &err);
+    CHECK(is_watched(first) && is_watched(again));
+    CHECK_OK(rl_lock_release(lock, owner, &left, &err), &err);
+    CHECK(left == 1);
+    CHECK(is_watched(first)); /* one hold in Redis, counted twice: still kept */
+    CHECK_OK(rl_lock_release(lock, owner, &left, &err), &err);
+    CHECK(left == 0);
+    CHECK(!is_watched(first) && !is_watched(again));
+    CHECK_OK(rl_hold_is_lost(first, &lost, &err), &err);
+    CHECK(!lost); /* released, not lost */
+    TRY(rl_lock_acquire_ex(lock, owner, 0, RL_LEASE_WATCHDOG, (rl_cancel){0}, NULL, NULL, &next,
+                           &err),
+        &err);
+    CHECK(is_watched(next));
+    CHECK_OK(rl_client_close(client, &err), &err);
+    CHECK(!is_watched(next)); /* nothing renews it any more */
+done:
+    rl_hold_free(&first, NULL);
+    rl_hold_free(&again, NULL);
+    rl_hold_free(&next, NULL);
     rl_owner_free(&owner, NULL);
     rl_lock_free(&lock, NULL);
     rl_client_free(&client, NULL);
@@ -229,6 +285,8 @@ const test_case lease_tests[] = {
     {"leases: a release that finds a watched hold gone is RL_LOCK_LOST",
      a_release_that_finds_a_watched_hold_gone_is_lock_lost},
     {"leases: a fixed-lease hold is not watched", a_fixed_lease_hold_is_not_watched},
+    {"leases: a hold is watched until its last release or close",
+     a_hold_is_watched_until_its_last_release_or_close},
     {"leases: a long wait raises a contention alert naming the holder",
      a_long_wait_raises_a_contention_alert_naming_the_holder},
     {NULL, NULL},

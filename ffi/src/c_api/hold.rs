@@ -53,8 +53,10 @@ pub unsafe extern "C" fn rl_hold_count(
     })
 }
 
-/// Whether the watchdog found this hold gone from Redis (`*out`). Always false for a hold with
-/// a fixed lease: nothing watches it (ask `rl_lock_is_held_by` instead).
+/// Whether this hold was found gone from Redis (`*out`): by the watchdog's renewal, by this
+/// client's release or force unlock, or by the owner's next acquire of the name, which got a new
+/// hold where this one should have been re-entered. Always false for a hold with a fixed lease:
+/// nothing watches it (ask `rl_lock_is_held_by` instead).
 ///
 /// # Safety
 /// `out` and `err` are NULL or valid for writes.
@@ -74,9 +76,32 @@ pub unsafe extern "C" fn rl_hold_is_lost(
     })
 }
 
-/// Blocks until the watchdog finds this hold lost (`*out_lost` = true), or `timeout_ms` passes
-/// (false; `RL_WAIT_FOREVER`: no limit), or `cancel` is triggered (`RL_CANCELLED`; a zero
-/// handle: not cancellable). After the hold is released it is never reported lost: a wait then
+/// Whether the client's watchdog still keeps this hold alive (`*out`): false once a release
+/// ended it (the owner's last hold count), once it is found lost, and after the client is
+/// closed. Always false for a hold with a fixed lease. Once false, `rl_hold_is_lost` no longer
+/// changes: a binding that keeps per-hold state can drop it.
+///
+/// # Safety
+/// `out` and `err` are NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rl_hold_is_watched(
+    hold: rl_hold,
+    out: *mut bool,
+    err: *mut rl_error,
+) -> rl_status {
+    guard(err, || {
+        // SAFETY: per this function's contract.
+        unsafe { init_out(out, "out")? };
+        let watched = HOLDS.get(hold.id)?.is_watched();
+        // SAFETY: as above.
+        unsafe { put(out, watched) };
+        Ok(())
+    })
+}
+
+/// Blocks until this hold is found lost (see `rl_hold_is_lost`; `*out_lost` = true), or
+/// `timeout_ms` passes (false; `RL_WAIT_FOREVER`: no limit), or `cancel` is triggered
+/// (`RL_CANCELLED`; a zero handle: not cancellable). After the hold is released it is never reported lost: a wait then
 /// ends only by timeout or cancel. A hold with a fixed lease is not watched: this returns
 /// `RL_INVALID_ARGUMENT` at once.
 ///
