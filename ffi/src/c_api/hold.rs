@@ -13,6 +13,26 @@ use super::status::rl_status;
 
 pub(crate) static HOLDS: Table<Arc<Hold>> = Table::new(Kind::Hold);
 
+/// Writes what `read` says of the hold to `*out` (a getter's whole body).
+///
+/// # Safety
+/// `out` and `err` are NULL or valid for writes.
+unsafe fn read_hold<T: Default>(
+    hold: rl_hold,
+    out: *mut T,
+    err: *mut rl_error,
+    read: impl FnOnce(&Hold) -> T,
+) -> rl_status {
+    guard(err, || {
+        // SAFETY: per this function's contract.
+        unsafe { init_out(out, "out")? };
+        let value = read(&*HOLDS.get(hold.id)?);
+        // SAFETY: as above.
+        unsafe { put(out, value) };
+        Ok(())
+    })
+}
+
 /// The hold's fencing token (`*out`).
 ///
 /// # Safety
@@ -23,14 +43,8 @@ pub unsafe extern "C" fn rl_hold_fencing_token(
     out: *mut u64,
     err: *mut rl_error,
 ) -> rl_status {
-    guard(err, || {
-        // SAFETY: per this function's contract.
-        unsafe { init_out(out, "out")? };
-        let token = HOLDS.get(hold.id)?.fencing_token();
-        // SAFETY: as above.
-        unsafe { put(out, token) };
-        Ok(())
-    })
+    // SAFETY: per this function's contract.
+    unsafe { read_hold(hold, out, err, |hold| hold.fencing_token()) }
 }
 
 /// The owner's hold count right after this acquisition (`*out`).
@@ -43,14 +57,8 @@ pub unsafe extern "C" fn rl_hold_count(
     out: *mut u32,
     err: *mut rl_error,
 ) -> rl_status {
-    guard(err, || {
-        // SAFETY: per this function's contract.
-        unsafe { init_out(out, "out")? };
-        let count = HOLDS.get(hold.id)?.hold_count();
-        // SAFETY: as above.
-        unsafe { put(out, count) };
-        Ok(())
-    })
+    // SAFETY: per this function's contract.
+    unsafe { read_hold(hold, out, err, |hold| hold.hold_count()) }
 }
 
 /// Whether this hold was found gone from Redis (`*out`): by the watchdog's renewal, by this
@@ -66,14 +74,8 @@ pub unsafe extern "C" fn rl_hold_is_lost(
     out: *mut bool,
     err: *mut rl_error,
 ) -> rl_status {
-    guard(err, || {
-        // SAFETY: per this function's contract.
-        unsafe { init_out(out, "out")? };
-        let lost = HOLDS.get(hold.id)?.is_lost();
-        // SAFETY: as above.
-        unsafe { put(out, lost) };
-        Ok(())
-    })
+    // SAFETY: per this function's contract.
+    unsafe { read_hold(hold, out, err, |hold| hold.is_lost()) }
 }
 
 /// Whether the client's watchdog still keeps this hold alive (`*out`): false once a release
@@ -89,14 +91,8 @@ pub unsafe extern "C" fn rl_hold_is_watched(
     out: *mut bool,
     err: *mut rl_error,
 ) -> rl_status {
-    guard(err, || {
-        // SAFETY: per this function's contract.
-        unsafe { init_out(out, "out")? };
-        let watched = HOLDS.get(hold.id)?.is_watched();
-        // SAFETY: as above.
-        unsafe { put(out, watched) };
-        Ok(())
-    })
+    // SAFETY: per this function's contract.
+    unsafe { read_hold(hold, out, err, |hold| hold.is_watched()) }
 }
 
 /// Blocks until this hold is found lost (see `rl_hold_is_lost`; `*out_lost` = true), or
