@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -65,18 +66,31 @@ func (l *lostEvents) record(e LockLostEvent) {
 	l.events = append(l.events, e)
 }
 
-// wantOne waits until one event was reported, and checks that it is want.
-func (l *lostEvents) wantOne(t *testing.T, want LockLostEvent) {
-	t.Helper()
-	reported := eventually(2*time.Second, func() bool {
+// wait waits (2 s at most) until n events were reported, and returns those reported by then.
+func (l *lostEvents) wait(n int) []LockLostEvent {
+	eventually(2*time.Second, func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		return len(l.events) == 1
+		return len(l.events) == n
 	})
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !reported || l.events[0] != want {
-		t.Fatalf("events: %+v", l.events)
+	return slices.Clone(l.events)
+}
+
+// wantOne waits until one event was reported, and checks that it is want.
+func (l *lostEvents) wantOne(t *testing.T, want LockLostEvent) {
+	t.Helper()
+	if events := l.wait(1); len(events) != 1 || events[0] != want {
+		t.Fatalf("events: %+v", events)
+	}
+}
+
+// forceUnlockHeld clears name through admin, which must find it held.
+func forceUnlockHeld(t *testing.T, admin *Client, name string) {
+	t.Helper()
+	if held := mustOK(t)(admin.ForceUnlock(bg, name)); !held {
+		t.Fatal("force unlock: it was held")
 	}
 }
 
@@ -88,9 +102,7 @@ func TestForceUnlockMakesTheHolderLoseItsHoldAndSignalsIt(t *testing.T) {
 	lock := mustLock(t, c, name)
 	owner := NewOwner()
 	hold := mustAcquire(t, lock, owner)
-	if held := mustOK(t)(admin.ForceUnlock(bg, name)); !held {
-		t.Fatal("force unlock: it was held")
-	}
+	forceUnlockHeld(t, admin, name)
 	select {
 	case <-hold.Lost(): // the holder's watchdog notices at its next renewal
 	case <-time.After(5 * time.Second):
@@ -116,9 +128,7 @@ func TestAnEarlierHoldThatANewAcquireFindsGoneIsReportedLost(t *testing.T) {
 	lock := mustLock(t, c, name)
 	owner := NewOwner()
 	first := mustAcquire(t, lock, owner)
-	if held := mustOK(t)(admin.ForceUnlock(bg, name)); !held {
-		t.Fatal("force unlock: it was held")
-	}
+	forceUnlockHeld(t, admin, name)
 	second := mustAcquire(t, lock, owner)
 	if second.HoldCount() != 1 || second.FencingToken() <= first.FencingToken() {
 		t.Fatalf("not a new hold: count %d, fence %d after %d", second.HoldCount(),
@@ -159,9 +169,7 @@ func TestAReleaseRacingANewAcquireLeavesTheNewHoldsSignal(t *testing.T) {
 	for round := range rounds {
 		owner := NewOwner()
 		first := mustAcquire(t, lock, owner)
-		if held := mustOK(t)(admin.ForceUnlock(bg, name)); !held {
-			t.Fatal("force unlock: it was held")
-		}
+		forceUnlockHeld(t, admin, name)
 		released := make(chan error, 1)
 		go func() {
 			_, err := lock.Release(bg, owner)
@@ -195,12 +203,8 @@ func TestAReleaseRacingANewAcquireLeavesTheNewHoldsSignal(t *testing.T) {
 			t.Fatalf("round %d: %d lost signals left", round, n)
 		}
 	}
-	if !eventually(2*time.Second, func() bool {
-		lost.mu.Lock()
-		defer lost.mu.Unlock()
-		return len(lost.events) == rounds
-	}) {
-		t.Fatalf("%d lost events, want %d", len(lost.events), rounds)
+	if events := lost.wait(rounds); len(events) != rounds {
+		t.Fatalf("%d lost events, want %d", len(events), rounds)
 	}
 }
 

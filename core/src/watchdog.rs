@@ -206,9 +206,6 @@ impl EndedUntracked {
 
     /// Whether the hold of `key` with `fence` ended already (forgotten now).
     fn take(&mut self, key: &WatchKey, fence: u64) -> bool {
-        if self.holds.is_empty() {
-            return false;
-        }
         let found = self.holds.iter().position(|(k, f)| *f == fence && k == key);
         found.and_then(|at| self.holds.remove(at)).is_some()
     }
@@ -387,11 +384,8 @@ impl Watchdog {
     /// entries' lock held (a tracking is parked under it).
     fn take_parked(&self, releasing: &Releasing<'_>) -> Option<(WatchKey, WatchEntry)> {
         let (key, id) = releasing.tracked.as_ref()?;
-        let mut parked = self.parked.lock().unwrap();
-        if parked.is_empty() {
-            return None;
-        }
-        parked.remove(id).map(|entry| (key.clone(), entry))
+        let entry = self.parked.lock().unwrap().remove(id)?;
+        Some((key.clone(), entry))
     }
 
     /// Marks the tracked hold of `key`, if any, as being released until the guard is dropped.
