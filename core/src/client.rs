@@ -11,7 +11,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ContentionAlert, ContentionCallback, LockLostCallback, LockLostEvent, redact};
-use crate::direct::DirectConnections;
+use crate::direct::{DirectConnections, HotConnection, HotConnections};
 use crate::error::{Error, Result};
 use crate::inspect::LockInfo;
 use crate::keys::{LockKeys, validate_prefix};
@@ -37,6 +37,8 @@ pub(crate) struct ClientInner {
     connection: ConnectionManager,
     /// Blocking callers' own connections (see `direct`).
     pub(crate) direct: DirectConnections,
+    /// Async acquire attempts' and releases' own connections (see `direct::hot`).
+    pub(crate) hot: Arc<HotConnections>,
     pub(crate) pubsub: PubSubHub,
     pub(crate) watchdog: Watchdog,
     locals: Mutex<HashMap<Arc<str>, Weak<LocalLock>>>,
@@ -154,6 +156,7 @@ impl ClientBuilder {
                 config.command_timeout,
                 config.connect_timeout,
             ),
+            hot: HotConnections::new(redis.clone(), config.connect_timeout),
             pubsub: PubSubHub::new(
                 redis,
                 shutdown.clone(),
@@ -254,6 +257,7 @@ impl Client {
         self.inner.shutdown.cancel();
         self.inner.watchdog.stop();
         self.inner.direct.clear();
+        self.inner.hot.close();
     }
 
     /// Whether [`Client::close`] was called.
@@ -269,6 +273,13 @@ impl Client {
     /// Renewal script calls made by the watchdog so far (each renews up to 500 holds).
     pub fn watchdog_calls(&self) -> u64 {
         self.inner.watchdog.renew_calls()
+    }
+
+    /// Direct connections idle for hot calls now (see `direct::hot`); for tests.
+    #[cfg(feature = "test-support")]
+    #[doc(hidden)]
+    pub fn hot_connections_idle(&self) -> usize {
+        self.inner.hot.idle()
     }
 }
 
@@ -299,20 +310,42 @@ impl ClientInner {
         call: &redis::Cmd,
         ping_first: bool,
     ) -> Result<T> {
-        let mut connection = self.connection.clone();
-        self.bounded(crate::lock::calls::eval_async(
-            &mut connection,
-            script,
-            call,
-            ping_first,
-        ))
-        .await
+        let connection = self.connection.clone();
+        self.eval_on(connection, script, call, ping_first).await
+    }
+
+    /// [`ClientInner::eval_cmd`] for a hot call (a release): on a direct connection if one is idle.
+    pub(crate) async fn eval_hot<T: redis::FromRedisValue>(
+        &self,
+        script: &redis::Script,
+        call: &redis::Cmd,
+        ping_first: bool,
+    ) -> Result<T> {
+        let connection = self.hot_connection();
+        self.eval_on(connection, script, call, ping_first).await
+    }
+
+    async fn eval_on<T: redis::FromRedisValue>(
+        &self,
+        mut connection: impl redis::aio::ConnectionLike,
+        script: &redis::Script,
+        call: &redis::Cmd,
+        ping_first: bool,
+    ) -> Result<T> {
+        let call = crate::lock::calls::eval_async(&mut connection, script, call, ping_first);
+        self.bounded(call).await
     }
 
     /// The command connection itself, with no timeout or closed check: for a call that keeps
     /// its own timeout, and for tidying up even after close.
     pub(crate) fn command_connection(&self) -> ConnectionManager {
         self.connection.clone()
+    }
+
+    /// A connection for a hot call (an acquire attempt, a release), with no timeout or closed
+    /// check: a direct one if idle, else the command connection (see `direct::hot`).
+    pub(crate) fn hot_connection(&self) -> HotConnection {
+        self.hot.connection(&self.connection)
     }
 
     /// Runs one Redis call under the command timeout, failing fast once closed.

@@ -12,10 +12,13 @@
 //! call is bounded by the command timeout like an async one; a signal arriving mid-call does not
 //! fail it (plain sockets: [`wire`] reads again; TLS: [`SignalsHeldOff`]).
 
+mod hot;
+mod resp;
 mod wire;
 
+pub(crate) use hot::{HotConnection, HotConnections};
 #[cfg(feature = "test-support")]
-pub(crate) use wire::parse as parse_reply;
+pub(crate) use resp::parse as parse_reply;
 
 use std::sync::Mutex;
 use std::time::Duration;

@@ -17,17 +17,14 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
+use super::resp::ReplyBuffer;
 use redis::{
     Cmd, ConnectionAddr, ConnectionInfo, ConnectionLike, ErrorKind, FromRedisValue, RedisError,
     RedisResult, Value,
 };
 
-/// Bytes read at once; a longer reply grows the buffer.
-const READ_CHUNK: usize = 4096;
-/// Redis' own limit on a string (`proto-max-bulk-len`, 512 MB by default).
-const MAX_BULK: usize = 512 << 20;
-
-enum Stream {
+/// A connected socket.
+pub(super) enum Stream {
     Tcp(TcpStream),
     #[cfg(unix)]
     Unix(UnixStream),
@@ -75,10 +72,7 @@ pub(crate) struct Wire {
     /// The socket's read timeout is shorter than the command timeout (a call's second read).
     read_timeout_shortened: bool,
     out: Vec<u8>,
-    buf: Vec<u8>,
-    /// Unparsed bytes are `buf[start..end]`.
-    start: usize,
-    end: usize,
+    replies: ReplyBuffer,
 }
 
 impl Wire {
@@ -105,9 +99,7 @@ impl Wire {
                 db: info.redis_settings().db(),
                 read_timeout_shortened: false,
                 out: Vec::with_capacity(512),
-                buf: vec![0; READ_CHUNK],
-                start: 0,
-                end: 0,
+                replies: ReplyBuffer::new(),
             };
             wire.handshake(info)?;
             wire.stream.set_write_timeout(command_timeout)?;
@@ -115,6 +107,12 @@ impl Wire {
             wire.command_timeout = command_timeout;
             Ok(wire)
         })())
+    }
+
+    /// The connected, authenticated socket and its database, for an async connection (the
+    /// handshake leaves nothing unread).
+    pub(super) fn into_socket(self) -> (Stream, i64) {
+        (self.stream, self.db)
     }
 
     fn handshake(&mut self, info: &ConnectionInfo) -> RedisResult<()> {
@@ -182,11 +180,7 @@ impl Wire {
     fn read_value(&mut self, deadline: Option<Instant>) -> RedisResult<Value> {
         let mut reads = 0;
         loop {
-            if let Some((value, used)) = parse(&self.buf[self.start..self.end])? {
-                self.start += used;
-                if self.start == self.end {
-                    (self.start, self.end) = (0, 0);
-                }
+            if let Some(value) = self.replies.next_reply()? {
                 return Ok(value);
             }
             // A second read (or one after an interruption) gets only the time left.
@@ -194,8 +188,7 @@ impl Wire {
                 self.shorten_read_timeout(deadline)?;
             }
             reads += 1;
-            self.make_room();
-            match self.stream.read(&mut self.buf[self.end..]) {
+            match self.stream.read(self.replies.room()) {
                 Ok(0) => {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -203,7 +196,7 @@ impl Wire {
                     )
                     .into());
                 }
-                Ok(read) => self.end += read,
+                Ok(read) => self.replies.filled(read),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.into()),
             }
@@ -233,18 +226,6 @@ impl Wire {
             self.read_timeout_shortened = false;
         }
         Ok(())
-    }
-
-    /// Space for at least one chunk after `end`: unparsed bytes move to the front, and the
-    /// buffer grows for a reply longer than it.
-    fn make_room(&mut self) {
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            (self.start, self.end) = (0, self.end - self.start);
-        }
-        if self.buf.len() - self.end < READ_CHUNK / 2 {
-            self.buf.resize(self.buf.len() * 2, 0);
-        }
     }
 }
 
@@ -301,126 +282,4 @@ fn connect_tcp(host: &str, port: u16, timeout: Duration) -> io::Result<Stream> {
 
 fn is_error_with(reply: &Value, text: &str) -> bool {
     matches!(reply, Value::ServerError(e) if e.details().is_some_and(|d| d.contains(text)))
-}
-
-/// One RESP2 reply from the front of `bytes` and the bytes it takes, or `None` if incomplete.
-pub(crate) fn parse(bytes: &[u8]) -> RedisResult<Option<(Value, usize)>> {
-    let Some(line_end) = bytes.windows(2).position(|w| w == b"\r\n") else {
-        return Ok(None);
-    };
-    let Some((&kind, line)) = bytes[..line_end].split_first() else {
-        return Err(protocol_error("an empty line"));
-    };
-    let after_line = line_end + 2;
-    let value = match kind {
-        b'+' if line == b"OK" => Value::Okay,
-        b'+' => Value::SimpleString(text(line)?.to_owned()),
-        b':' => Value::Int(number(line)?),
-        // redis-rs' parser makes the error value, with its kind (NOSCRIPT, WRONGPASS, ...).
-        b'-' => redis::parse_redis_value(&bytes[..after_line])?,
-        b'$' => {
-            let Ok(len) = usize::try_from(number(line)?) else {
-                return Ok(Some((Value::Nil, after_line)));
-            };
-            if len > MAX_BULK {
-                return Err(protocol_error("a string longer than Redis makes"));
-            }
-            let end = after_line + len;
-            if bytes.len() < end + 2 {
-                return Ok(None);
-            }
-            let data = bytes[after_line..end].to_vec();
-            return Ok(Some((Value::BulkString(data), end + 2)));
-        }
-        b'*' => {
-            let Ok(count) = usize::try_from(number(line)?) else {
-                return Ok(Some((Value::Nil, after_line)));
-            };
-            let mut items = Vec::with_capacity(count.min(1024));
-            let mut at = after_line;
-            for _ in 0..count {
-                let Some((item, used)) = parse(&bytes[at..])? else {
-                    return Ok(None);
-                };
-                items.push(item);
-                at += used;
-            }
-            return Ok(Some((Value::Array(items), at)));
-        }
-        _ => return Err(protocol_error("an unknown reply type")),
-    };
-    Ok(Some((value, after_line)))
-}
-
-fn text(line: &[u8]) -> RedisResult<&str> {
-    std::str::from_utf8(line).map_err(|_| protocol_error("a reply line that is not UTF-8"))
-}
-
-fn number(line: &[u8]) -> RedisResult<i64> {
-    text(line)?
-        .parse()
-        .map_err(|_| protocol_error("a malformed number"))
-}
-
-fn protocol_error(what: &str) -> RedisError {
-    RedisError::from((
-        ErrorKind::Parse,
-        "unexpected reply from Redis",
-        what.to_owned(),
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parsed(bytes: &[u8]) -> Option<(Value, usize)> {
-        parse(bytes).unwrap()
-    }
-
-    #[test]
-    fn every_reply_kind_the_scripts_give_is_parsed_whole_and_no_further() {
-        assert_eq!(parsed(b":42\r\n:1\r\n"), Some((Value::Int(42), 5)));
-        assert_eq!(parsed(b"+OK\r\n"), Some((Value::Okay, 5)));
-        assert_eq!(
-            parsed(b"+PONG\r\n"),
-            Some((Value::SimpleString("PONG".into()), 7))
-        );
-        assert_eq!(
-            parsed(b"$7\r\n12:1\r\nx\r\n"),
-            Some((Value::BulkString(b"12:1\r\nx".to_vec()), 13))
-        );
-        assert_eq!(parsed(b"$-1\r\n"), Some((Value::Nil, 5)));
-        assert_eq!(
-            parsed(b"*2\r\n:1\r\n$1\r\na\r\n"),
-            Some((
-                Value::Array(vec![Value::Int(1), Value::BulkString(b"a".to_vec())]),
-                15
-            ))
-        );
-        let (error, used) = parsed(b"-NOSCRIPT No matching script\r\n").unwrap();
-        assert_eq!(used, 30);
-        let error = error.extract_error().unwrap_err();
-        assert_eq!(
-            error.kind(),
-            ErrorKind::Server(redis::ServerErrorKind::NoScript)
-        );
-    }
-
-    #[test]
-    fn a_reply_cut_anywhere_is_incomplete_not_wrong() {
-        let whole = b"*3\r\n:12\r\n$5\r\nhello\r\n-ERR no\r\n";
-        for cut in 0..whole.len() {
-            assert_eq!(parsed(&whole[..cut]), None, "cut at {cut}");
-        }
-        assert!(parsed(whole).is_some());
-    }
-
-    #[test]
-    fn garbage_is_a_parse_error() {
-        for bad in [&b"?\r\n"[..], b"\r\n", b":x\r\n", b"$abc\r\n", b"+\xff\r\n"] {
-            let err = parse(bad).unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::Parse, "{bad:?}");
-        }
-    }
 }

@@ -147,7 +147,7 @@ impl InFlightAttempt {
                 &args.waiter,
             );
             script_lock.client.ensure_open()?;
-            let mut connection = script_lock.client.command_connection();
+            let mut connection = script_lock.client.hot_connection();
             let script = SCRIPTS.acquire(script_lock.mode);
             Ok(eval_async(&mut connection, script, &call, false).await?)
         });

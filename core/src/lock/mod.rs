@@ -214,7 +214,7 @@ impl Lock {
         let call = self.release_call(owner.token());
         let ping_first = self.local.grants_elsewhere.load(Ordering::Relaxed);
         let script = SCRIPTS.release(self.mode);
-        let reply = self.client.eval_cmd(script, &call, ping_first).await?;
+        let reply = self.client.eval_hot(script, &call, ping_first).await?;
         self.released(owner, reply, &releasing)
     }
 

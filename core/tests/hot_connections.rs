@@ -1,0 +1,247 @@
+//! Async acquire attempts and releases run on direct connections of their own once one is open
+//! (`direct::hot`): one per sequential caller, a few at most, reused only in step, replaced
+//! after a restart, none over TLS or after close, and never a new way for a call to fail.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use redlock_core::{Client, ErrorKind, Lock, Owner};
+
+const LEASE: Option<Duration> = Some(Duration::from_secs(10));
+
+/// `n` acquire+release cycles, each checked.
+async fn cycles(lock: &Lock, owner: &Owner, n: usize) {
+    for _ in 0..n {
+        let hold = lock.acquire(owner, NOW, LEASE).await.unwrap();
+        assert_eq!(hold.hold_count(), 1);
+        assert_eq!(lock.release(owner).await.unwrap(), 0);
+    }
+}
+
+/// Waits up to 5 s for `client` to have `n` idle direct connections.
+async fn idle_becomes(client: &Client, n: usize) {
+    let started = Instant::now();
+    while client.hot_connections_idle() != n {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{} idle direct connections, not {n}",
+            client.hot_connections_idle()
+        );
+        tokio::time::sleep(ms(5)).await;
+    }
+}
+
+/// Normal (not pub/sub) connections the server has, the one asking included.
+fn normal_connections(server: &RedisServer) -> usize {
+    let list = server.command(&["CLIENT", "LIST", "TYPE", "normal"]);
+    list.lines().filter(|line| line.contains("id=")).count()
+}
+
+/// The ids of the server's normal connections, the one asking left out.
+fn normal_connection_ids(server: &RedisServer) -> Vec<String> {
+    let list = server.command(&["CLIENT", "LIST", "TYPE", "normal"]);
+    list.lines()
+        .filter(|line| !line.contains("cmd=client|list"))
+        .filter_map(|line| line.split_whitespace().next()?.strip_prefix("id="))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A client with one direct connection open and idle, and a lock on it.
+async fn warmed_up(server: &RedisServer, name: &str) -> (Client, Lock) {
+    let client = connect(server).await;
+    let lock = client.lock(name).unwrap();
+    cycles(&lock, &Owner::random(), 2).await;
+    idle_becomes(&client, 1).await;
+    (client, lock)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequential_caller_gets_one_direct_connection() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let before = normal_connections(&server);
+    let lock = client.lock("hot").unwrap();
+    let owner = Owner::random();
+    // The first call finds none idle: it goes to the multiplexed connection and one is opened.
+    cycles(&lock, &owner, 1).await;
+    idle_becomes(&client, 1).await;
+    cycles(&lock, &owner, 50).await;
+    assert_eq!(client.hot_connections_idle(), 1);
+    assert_eq!(normal_connections(&server), before + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_callers_share_at_most_four_direct_connections() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let before = normal_connections(&server);
+    let mut tasks = Vec::new();
+    for task in 0..16 {
+        let lock = client.lock(&format!("hot-{task}")).unwrap();
+        tasks.push(tokio::spawn(async move {
+            cycles(&lock, &Owner::random(), 100).await;
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let idle = client.hot_connections_idle();
+    assert!((1..=4).contains(&idle), "{idle} idle direct connections");
+    assert!(normal_connections(&server) <= before + 4);
+}
+
+/// A release dropped while its reply is on its way (its caller's timeout) must not leave that
+/// reply to the next call on the same connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_cut_off_mid_call_leaves_no_reply_behind() {
+    let server = RedisServer::start();
+    let (client, lock) = warmed_up(&server, "cut-release").await;
+    let (first, next) = (Owner::random(), Owner::random());
+    let hold = lock.acquire(&first, NOW, LEASE).await.unwrap();
+    let stall = server.stall(ms(400));
+    let cut = tokio::time::timeout(ms(100), lock.release(&first)).await;
+    assert!(cut.is_err(), "the release waits behind the stall");
+    assert_eq!(
+        client.hot_connections_idle(),
+        0,
+        "its connection is not reused"
+    );
+    stall.join().unwrap();
+    // The server still ran the release it had been sent.
+    let started = Instant::now();
+    while lock.is_locked().await.unwrap() {
+        assert!(started.elapsed() < Duration::from_secs(5), "still locked");
+        tokio::time::sleep(ms(5)).await;
+    }
+    // Every later call hears its own reply (a reused connection would hand the next acquire
+    // the dropped release's). The first of them has a new connection opened.
+    for _ in 0..5 {
+        let again = lock.acquire(&next, NOW, LEASE).await.unwrap();
+        assert!(again.fencing_token() > hold.fencing_token());
+        assert_eq!(again.hold_count(), 1);
+        assert!(lock.is_held_by(&next).await.unwrap());
+        assert_eq!(lock.release(&next).await.unwrap(), 0);
+    }
+    idle_becomes(&client, 1).await;
+}
+
+/// An acquire dropped mid-call is undone in the background (see `in_flight`), which reads its
+/// reply: its connection stays in step and is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_cut_off_mid_call_is_undone_on_its_own_connection() {
+    let server = RedisServer::start();
+    let (client, lock) = warmed_up(&server, "cut-acquire").await;
+    let owner = Owner::random();
+    let stall = server.stall(ms(400));
+    let cut = tokio::time::timeout(ms(100), lock.acquire(&owner, NOW, LEASE)).await;
+    assert!(cut.is_err(), "the acquire waits behind the stall");
+    stall.join().unwrap();
+    idle_becomes(&client, 1).await;
+    assert!(!lock.is_locked().await.unwrap(), "the acquire was undone");
+    cycles(&lock, &owner, 5).await;
+}
+
+/// After a restart the idle connections are dead: at most one call fails on one, the rest are
+/// dropped with it, and new ones come; the server's emptied script cache is refilled from
+/// whichever connection meets it first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_connections_are_replaced_after_a_restart() {
+    let mut server = RedisServer::start();
+    let (client, lock) = warmed_up(&server, "restarted").await;
+    let owner = Owner::random();
+    server.restart();
+    let mut failures = 0;
+    let started = Instant::now();
+    loop {
+        match lock.acquire(&owner, NOW, LEASE).await {
+            Ok(_) => break,
+            Err(err) => {
+                assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+                failures += 1;
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no recovery");
+        tokio::time::sleep(ms(50)).await;
+    }
+    assert_eq!(lock.release(&owner).await.unwrap(), 0);
+    assert!(failures <= 1, "{failures} calls failed after the restart");
+    idle_becomes(&client, 1).await;
+    cycles(&lock, &owner, 5).await;
+}
+
+/// One the server closed while idle (its `timeout` setting, a kill) is found dead before it is
+/// used: no call fails on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_connection_the_server_closed_fails_no_call() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let before = normal_connection_ids(&server);
+    let lock = client.lock("killed").unwrap();
+    let owner = Owner::random();
+    cycles(&lock, &owner, 1).await;
+    idle_becomes(&client, 1).await;
+    let direct: Vec<String> = normal_connection_ids(&server)
+        .into_iter()
+        .filter(|id| !before.contains(id))
+        .collect();
+    assert_eq!(direct.len(), 1, "{direct:?}");
+    assert!(
+        server
+            .command(&["CLIENT", "KILL", "ID", &direct[0]])
+            .starts_with(":1")
+    );
+    tokio::time::sleep(ms(20)).await;
+    cycles(&lock, &owner, 5).await;
+    idle_becomes(&client, 1).await;
+    assert!(!normal_connection_ids(&server).contains(&direct[0]));
+}
+
+/// A server that forgot the scripts answers NOSCRIPT on the direct connection: the script is
+/// loaded there and the call sent again, and the connection (in step after an error reply) stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_script_is_loaded_again_on_a_direct_connection() {
+    let server = RedisServer::start();
+    let (client, lock) = warmed_up(&server, "flushed").await;
+    let owner = Owner::random();
+    for _ in 0..3 {
+        assert!(server.command(&["SCRIPT", "FLUSH"]).starts_with("+OK"));
+        cycles(&lock, &owner, 1).await;
+        assert_eq!(client.hot_connections_idle(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_client_keeps_no_direct_connections() {
+    let server = RedisServer::start();
+    let (client, lock) = warmed_up(&server, "closed").await;
+    let before = normal_connections(&server);
+    client.close();
+    assert_eq!(client.hot_connections_idle(), 0);
+    let err = lock
+        .acquire(&Owner::random(), NOW, LEASE)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Closed);
+    assert_eq!(client.hot_connections_idle(), 0);
+    let started = Instant::now();
+    while normal_connections(&server) != before - 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "still connected"
+        );
+        tokio::time::sleep(ms(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_hot_calls_stay_on_the_multiplexed_connection() {
+    let server = RedisServer::start_tls();
+    let client = connect(&server).await;
+    let lock = client.lock("tls").unwrap();
+    cycles(&lock, &Owner::random(), 20).await;
+    tokio::time::sleep(ms(100)).await;
+    assert_eq!(client.hot_connections_idle(), 0);
+}
