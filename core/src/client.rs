@@ -11,7 +11,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ContentionAlert, ContentionCallback, LockLostCallback, LockLostEvent, redact};
-use crate::direct::{DirectConnections, HotConnection, HotConnections};
+use crate::direct::{DirectConnections, HotConnection, HotConnections, MAX_DIRECT_CONNECTIONS};
 use crate::error::{Error, Result};
 use crate::inspect::LockInfo;
 use crate::keys::{LockKeys, validate_prefix};
@@ -78,6 +78,15 @@ impl ClientBuilder {
     /// Limit on establishing a connection (default 5 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.config.connect_timeout = timeout;
+        self
+    }
+    /// At most this many connections of the client's own for async acquire attempts and
+    /// releases (default 4, at most 64), opened as calls need them; a call that finds none idle
+    /// uses the multiplexed connection. 0: those calls share the multiplexed connection too
+    /// (then the client keeps two connections, that one and the pub/sub one, plus blocking
+    /// callers' own: see [`crate::blocking`]).
+    pub fn direct_connections(mut self, max: usize) -> Self {
+        self.config.direct_connections = max;
         self
     }
     /// Whether holds taken without a lease are renewed until released (default on). Off: such
@@ -156,7 +165,11 @@ impl ClientBuilder {
                 config.command_timeout,
                 config.connect_timeout,
             ),
-            hot: HotConnections::new(redis.clone(), config.connect_timeout),
+            hot: HotConnections::new(
+                redis.clone(),
+                config.direct_connections,
+                config.connect_timeout,
+            ),
             pubsub: PubSubHub::new(
                 redis,
                 shutdown.clone(),
@@ -191,6 +204,11 @@ fn validate_config(config: &Config) -> Result<()> {
         if value.is_zero() {
             return Err(Error::invalid(format!("{what} must be greater than zero")));
         }
+    }
+    if config.direct_connections > MAX_DIRECT_CONNECTIONS {
+        return Err(Error::invalid(format!(
+            "at most {MAX_DIRECT_CONNECTIONS} direct connections"
+        )));
     }
     if config.lease > MAX_LEASE {
         return Err(Error::invalid("lease is longer than ten years"));

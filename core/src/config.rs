@@ -41,6 +41,7 @@ pub struct Config {
     pub(crate) lease: Duration,
     pub(crate) command_timeout: Duration,
     pub(crate) connect_timeout: Duration,
+    pub(crate) direct_connections: usize,
     pub(crate) watchdog: bool,
     pub(crate) recheck_interval: Duration,
     pub(crate) subscription_linger: Duration,
@@ -58,6 +59,7 @@ impl Config {
             lease: Duration::from_secs(30),
             command_timeout: Duration::from_secs(3),
             connect_timeout: Duration::from_secs(5),
+            direct_connections: crate::direct::DEFAULT_DIRECT_CONNECTIONS,
             watchdog: true,
             recheck_interval: Duration::from_millis(250),
             subscription_linger: Duration::from_secs(30),
@@ -98,6 +100,7 @@ impl fmt::Debug for Config {
             .field("lease", &self.lease)
             .field("command_timeout", &self.command_timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("direct_connections", &self.direct_connections)
             .field("watchdog", &self.watchdog)
             .field("recheck_interval", &self.recheck_interval)
             .field("contention_alert_after", &self.contention_alert_after)

@@ -19,9 +19,11 @@
 //! - **Leases**: a hold without a lease is renewed by one watchdog task per client (every
 //!   lease/3, batched); a hold the watchdog finds gone is reported lost. Each reader's share has
 //!   its own lease.
-//! - **One round trip** per acquire attempt and per release (one Lua script each). Waiting is by
-//!   pub/sub notification with a bounded re-check; waiters of one client queue locally so one at
-//!   a time talks to Redis. Dropping a waiting acquire leaves nothing in Redis.
+//! - **One round trip** per acquire attempt and per release (one Lua script each), made on one
+//!   of a few direct connections of the client when one is idle (the caller writes and reads
+//!   the socket itself), else on the shared multiplexed connection. Waiting is by pub/sub
+//!   notification with a bounded re-check; waiters of one client queue locally so one at a time
+//!   talks to Redis. Dropping a waiting acquire leaves nothing in Redis.
 //! - **Hand-over in the release**: a release that frees the lock gives it to the first waiting
 //!   writer in the same script, and that waiter is in without a round trip of its own. Only a
 //!   waiter whose client Redis still counts as listening gets it: a process that crashes while

@@ -197,6 +197,8 @@ async fn bad_client_settings_are_invalid() {
         Client::builder(&url).lease(ms(10)),
         Client::builder(&url).command_timeout(Duration::ZERO),
         Client::builder(&url).recheck_interval(Duration::ZERO),
+        Client::builder(&url).direct_connections(65),
+        Client::builder(&url).direct_connections(usize::MAX),
         Client::builder("not a url"),
         Client::builder("http://127.0.0.1:1"),
         Client::builder(""),

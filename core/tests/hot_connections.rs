@@ -93,6 +93,36 @@ async fn many_callers_share_at_most_four_direct_connections() {
     assert!(normal_connections(&server) <= before + 4);
 }
 
+/// `direct_connections(n)` caps them; 0 keeps every call on the multiplexed connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_setting_caps_direct_connections() {
+    let server = RedisServer::start();
+    for max in [0, 1] {
+        let client = builder(&server)
+            .direct_connections(max)
+            .connect()
+            .await
+            .unwrap();
+        let before = normal_connections(&server);
+        let mut tasks = Vec::new();
+        for task in 0..8 {
+            let lock = client.lock(&format!("capped-{max}-{task}")).unwrap();
+            tasks.push(tokio::spawn(async move {
+                cycles(&lock, &Owner::random(), 50).await;
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        if max > 0 {
+            idle_becomes(&client, max).await;
+        }
+        assert_eq!(client.hot_connections_idle(), max);
+        assert_eq!(normal_connections(&server), before + max);
+        client.close();
+    }
+}
+
 /// A release dropped while its reply is on its way (its caller's timeout) must not leave that
 /// reply to the next call on the same connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

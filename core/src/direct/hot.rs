@@ -9,7 +9,8 @@
 //! Guarantees:
 //! - Only ever faster, never a new way to fail: when no direct connection is idle, a call goes
 //!   to the multiplexed connection (which pipelines many callers) while one more is opened in
-//!   the background, up to [`MAX_LIVE`]. Connecting never delays a call, and a failure to
+//!   the background, up to the client's `direct_connections` (default
+//!   [`DEFAULT_DIRECT_CONNECTIONS`]; 0 turns them off). Connecting never delays a call, and a failure to
 //!   connect is never a call's error (the next try waits [`RECONNECT_AFTER`]).
 //! - A connection is reused only in step: one whose call was dropped mid-way or failed on I/O
 //!   is closed (a late reply must never be read as the next call's), and the idle ones with it
@@ -31,9 +32,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::resp::ReplyBuffer;
 use super::wire::{Stream, Wire};
 
-/// Direct connections per client, idle or in use: enough for the callers that gain from them
-/// (beyond a few at once, pipelining on the multiplexed connection serves them as well).
-const MAX_LIVE: usize = 4;
+/// Direct connections per client by default, idle or in use: enough for the callers that gain
+/// from them (beyond a few at once, pipelining on the multiplexed connection serves them as well).
+pub(crate) const DEFAULT_DIRECT_CONNECTIONS: usize = 4;
+/// The most a client may be configured with.
+pub(crate) const MAX_DIRECT_CONNECTIONS: usize = 64;
 /// How long after a failed connect the next one may be tried.
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
@@ -77,6 +80,7 @@ impl ConnectionLike for HotConnection {
 pub(crate) struct HotConnections {
     redis: redis::Client,
     connect_timeout: Duration,
+    max_live: usize,
     idle: Mutex<Vec<AsyncWire>>,
     /// Open or being opened.
     live: AtomicUsize,
@@ -84,12 +88,16 @@ pub(crate) struct HotConnections {
     generation: AtomicU64,
     /// No connect before this (set after a failed one).
     next_connect: Mutex<Option<Instant>>,
-    /// A TLS address, or the client closed: no direct connections.
+    /// A TLS address, none wanted, or the client closed: no direct connections.
     off: AtomicBool,
 }
 
 impl HotConnections {
-    pub(crate) fn new(redis: redis::Client, connect_timeout: Duration) -> Arc<Self> {
+    pub(crate) fn new(
+        redis: redis::Client,
+        max_live: usize,
+        connect_timeout: Duration,
+    ) -> Arc<Self> {
         let tls = !matches!(
             redis.get_connection_info().addr(),
             redis::ConnectionAddr::Tcp(..) | redis::ConnectionAddr::Unix(_)
@@ -97,11 +105,12 @@ impl HotConnections {
         Arc::new(HotConnections {
             redis,
             connect_timeout,
+            max_live,
             idle: Mutex::default(),
             live: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
             next_connect: Mutex::default(),
-            off: AtomicBool::new(tls),
+            off: AtomicBool::new(tls || max_live == 0),
         })
     }
 
@@ -151,7 +160,7 @@ impl HotConnections {
             let reserved = self
                 .live
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |live| {
-                    (live < MAX_LIVE).then_some(live + 1)
+                    (live < self.max_live).then_some(live + 1)
                 });
             if reserved.is_err() {
                 return;

@@ -16,7 +16,9 @@ mod hot;
 mod resp;
 mod wire;
 
-pub(crate) use hot::{HotConnection, HotConnections};
+pub(crate) use hot::{
+    DEFAULT_DIRECT_CONNECTIONS, HotConnection, HotConnections, MAX_DIRECT_CONNECTIONS,
+};
 #[cfg(feature = "test-support")]
 pub(crate) use resp::parse as parse_reply;
 
