@@ -20,6 +20,20 @@ async fn cycles(lock: &Lock, owner: &Owner, n: usize) {
     }
 }
 
+/// `tasks` tasks at once, each running `n` cycles on a lock of its own.
+async fn cycles_in_tasks(client: &Client, name: &str, tasks: usize, n: usize) {
+    let mut running = Vec::new();
+    for task in 0..tasks {
+        let lock = client.lock(&format!("{name}-{task}")).unwrap();
+        running.push(tokio::spawn(async move {
+            cycles(&lock, &Owner::random(), n).await;
+        }));
+    }
+    for task in running {
+        task.await.unwrap();
+    }
+}
+
 /// Waits up to 5 s for `client` to have `n` idle direct connections.
 async fn idle_becomes(client: &Client, n: usize) {
     let started = Instant::now();
@@ -78,16 +92,7 @@ async fn many_callers_share_at_most_four_direct_connections() {
     let server = RedisServer::start();
     let client = connect(&server).await;
     let before = normal_connections(&server);
-    let mut tasks = Vec::new();
-    for task in 0..16 {
-        let lock = client.lock(&format!("hot-{task}")).unwrap();
-        tasks.push(tokio::spawn(async move {
-            cycles(&lock, &Owner::random(), 100).await;
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
+    cycles_in_tasks(&client, "hot", 16, 100).await;
     let idle = client.hot_connections_idle();
     assert!((1..=4).contains(&idle), "{idle} idle direct connections");
     assert!(normal_connections(&server) <= before + 4);
@@ -104,16 +109,7 @@ async fn the_client_setting_caps_direct_connections() {
             .await
             .unwrap();
         let before = normal_connections(&server);
-        let mut tasks = Vec::new();
-        for task in 0..8 {
-            let lock = client.lock(&format!("capped-{max}-{task}")).unwrap();
-            tasks.push(tokio::spawn(async move {
-                cycles(&lock, &Owner::random(), 50).await;
-            }));
-        }
-        for task in tasks {
-            task.await.unwrap();
-        }
+        cycles_in_tasks(&client, &format!("capped-{max}"), 8, 50).await;
         if max > 0 {
             idle_becomes(&client, max).await;
         }
