@@ -1,5 +1,6 @@
 //! Calls made on the calling thread, for blocking callers (Rust's `blocking`, and through it C,
-//! Java and Python's sync API).
+//! Java and Python's sync API); the async hot calls' own connections are in [`hot`], and the
+//! RESP2 parsing both share in `resp`.
 //!
 //! On the multiplexed async connection a round trip from a thread outside the runtime costs
 //! two thread hand-offs (caller → connection task → caller) on top of the socket I/O; on a
