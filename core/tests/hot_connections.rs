@@ -47,20 +47,9 @@ async fn idle_becomes(client: &Client, n: usize) {
     }
 }
 
-/// Normal (not pub/sub) connections the server has, the one asking included.
+/// Normal (not pub/sub) connections the server has, the one asking left out.
 fn normal_connections(server: &RedisServer) -> usize {
-    let list = server.command(&["CLIENT", "LIST", "TYPE", "normal"]);
-    list.lines().filter(|line| line.contains("id=")).count()
-}
-
-/// The ids of the server's normal connections, the one asking left out.
-fn normal_connection_ids(server: &RedisServer) -> Vec<String> {
-    let list = server.command(&["CLIENT", "LIST", "TYPE", "normal"]);
-    list.lines()
-        .filter(|line| !line.contains("cmd=client|list"))
-        .filter_map(|line| line.split_whitespace().next()?.strip_prefix("id="))
-        .map(str::to_owned)
-        .collect()
+    connection_ids(server, Some("normal")).len()
 }
 
 /// A client with one direct connection open and idle, and a lock on it.
@@ -204,12 +193,12 @@ async fn direct_connections_are_replaced_after_a_restart() {
 async fn a_direct_connection_the_server_closed_fails_no_call() {
     let server = RedisServer::start();
     let client = connect(&server).await;
-    let before = normal_connection_ids(&server);
+    let before = connection_ids(&server, Some("normal"));
     let lock = client.lock("killed").unwrap();
     let owner = Owner::random();
     cycles(&lock, &owner, 1).await;
     idle_becomes(&client, 1).await;
-    let direct: Vec<String> = normal_connection_ids(&server)
+    let direct: Vec<String> = connection_ids(&server, Some("normal"))
         .into_iter()
         .filter(|id| !before.contains(id))
         .collect();
@@ -222,7 +211,7 @@ async fn a_direct_connection_the_server_closed_fails_no_call() {
     tokio::time::sleep(ms(20)).await;
     cycles(&lock, &owner, 5).await;
     idle_becomes(&client, 1).await;
-    assert!(!normal_connection_ids(&server).contains(&direct[0]));
+    assert!(!connection_ids(&server, Some("normal")).contains(&direct[0]));
 }
 
 /// A server that forgot the scripts answers NOSCRIPT on the direct connection: the script is

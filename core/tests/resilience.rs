@@ -126,18 +126,6 @@ async fn waiters_recover_when_the_pubsub_connection_drops() {
     assert!(got);
 }
 
-/// The ids of the server's connections of one type (`normal`, `pubsub`), or of all.
-fn connections(server: &RedisServer, kind: Option<&str>) -> Vec<String> {
-    let list = match kind {
-        Some(kind) => server.command(&["CLIENT", "LIST", "TYPE", kind]),
-        None => server.command(&["CLIENT", "LIST"]),
-    };
-    list.split_whitespace()
-        .filter_map(|field| field.strip_prefix("id="))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// A SUBSCRIBE or UNSUBSCRIBE gets the command timeout like any command: the hub gives up a
 /// connection that does not answer (a stalled server, a dead peer) and subscribes again on a
 /// new one, instead of waiting on it without end.
@@ -161,10 +149,10 @@ async fn a_pubsub_connection_that_stops_answering_is_replaced() {
                 .await
         })
     };
-    let mut hub = connections(&server, Some("pubsub"));
+    let mut hub = connection_ids(&server, Some("pubsub"));
     while hub.is_empty() {
         tokio::time::sleep(ms(10)).await;
-        hub = connections(&server, Some("pubsub"));
+        hub = connection_ids(&server, Some("pubsub"));
     }
     assert_eq!(hub.len(), 1);
     tokio::time::sleep(ms(100)).await;
@@ -179,11 +167,11 @@ async fn a_pubsub_connection_that_stops_answering_is_replaced() {
     stall.await.unwrap();
     // The hub gave its connection up (and reconnects, backoff at most 1 s).
     let deadline = Instant::now() + Duration::from_secs(5);
-    while connections(&server, None).contains(&hub[0]) && Instant::now() < deadline {
+    while connection_ids(&server, None).contains(&hub[0]) && Instant::now() < deadline {
         tokio::time::sleep(ms(50)).await;
     }
     assert!(
-        !connections(&server, None).contains(&hub[0]),
+        !connection_ids(&server, None).contains(&hub[0]),
         "the hub still uses the connection that did not answer"
     );
     // And it works: a new waiter is woken by a release.

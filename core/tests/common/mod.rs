@@ -31,6 +31,20 @@ pub async fn connect_without_rechecks(server: &RedisServer) -> Client {
         .expect("connect")
 }
 
+/// The ids of the server's connections of one type (`normal`, `pubsub`), or of all; the
+/// connection asking is left out.
+pub fn connection_ids(server: &RedisServer, kind: Option<&str>) -> Vec<String> {
+    let list = match kind {
+        Some(kind) => server.command(&["CLIENT", "LIST", "TYPE", kind]),
+        None => server.command(&["CLIENT", "LIST"]),
+    };
+    list.lines()
+        .filter(|line| !line.contains("cmd=client|list"))
+        .filter_map(|line| line.split_whitespace().next()?.strip_prefix("id="))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Every key the locks left in Redis, except the per-slot fencing counters (which stay by design).
 pub fn lock_keys(server: &RedisServer) -> Vec<String> {
     let reply = server.command(&["KEYS", "*"]);
