@@ -34,6 +34,9 @@
 //!   shared by all names of a Redis Cluster hash slot (at most 16 384 counter keys ever).
 //!   It can move backwards only if Redis loses data: a failover to a replica that missed the
 //!   increment, or a restart without persistence. Compare tokens only within one Redis lifetime.
+//!   Tokens stop at 2^53 − 1, the last that Redis' Lua (whose numbers are doubles) counts
+//!   exactly: once a slot's counter reaches it, acquisitions there fail with [`Error::Redis`]
+//!   (`FENCESPENT`) and releases grant nobody the lock, rather than repeat a token.
 //! - **Bounded calls**: every Redis call has a timeout; an unreachable Redis is a
 //!   [`Error::Connection`], never a hang.
 //!

@@ -3,7 +3,9 @@
 mod common;
 
 use common::*;
-use redlock_core::Owner;
+use std::time::Duration;
+
+use redlock_core::{ErrorKind, Owner};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_tokens_strictly_increase_over_a_thousand_acquisitions() {
@@ -64,4 +66,50 @@ async fn readers_get_tokens_too_and_writers_after_them_get_larger_ones() {
     let write = rw.write().acquire(&w, NOW, None).await.unwrap();
     assert!(read.fencing_token() > 0);
     assert!(write.fencing_token() > read.fencing_token());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fences_from_two_to_the_53_on_are_refused_not_repeated() {
+    // Lua's numbers are doubles: from 2^53 on, two fences drawn one after the other could be
+    // the same number. The last exact one is handed out; after it, acquires fail clearly and a
+    // release grants nobody the lock, and nothing is left behind.
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("spent").unwrap();
+    let (a, b, r) = (Owner::random(), Owner::random(), Owner::random());
+    rw.write().acquire(&a, NOW, None).await.unwrap();
+    rw.write().release(&a).await.unwrap();
+    let counters = server.command(&["KEYS", "*:fence:*"]);
+    let counter = counters.lines().last().unwrap();
+    server.command(&["SET", counter, "9007199254740990"]); // 2^53 - 2
+
+    let hold = rw.write().acquire(&a, NOW, Some(ms(30_000))).await.unwrap();
+    assert_eq!(hold.fencing_token(), 9_007_199_254_740_991); // 2^53 - 1, exact
+    let other = connect(&server).await;
+    let waiter_lock = other.lock("spent").unwrap();
+    let waiter = tokio::spawn(async move {
+        waiter_lock
+            .acquire(&b, Some(Duration::from_secs(10)), Some(ms(30_000)))
+            .await
+    });
+    while rw.write().inspect().await.unwrap().waiting_writers < 1 {
+        tokio::time::sleep(ms(2)).await;
+    }
+    rw.write().release(&a).await.unwrap();
+    let refused = waiter
+        .await
+        .unwrap()
+        .expect_err("no fence is left to grant");
+    assert_eq!(refused.kind(), ErrorKind::Redis);
+    assert!(refused.to_string().contains("2^53"), "{refused}");
+
+    for attempt in [
+        rw.write().acquire(&a, NOW, None),
+        rw.read().acquire(&r, NOW, None),
+    ] {
+        let refused = attempt.await.expect_err("no fence is left");
+        assert_eq!(refused.kind(), ErrorKind::Redis, "{refused}");
+    }
+    assert!(!rw.write().is_locked().await.unwrap());
+    assert_eq!(lock_keys(&server), Vec::<String>::new());
 }

@@ -16,7 +16,11 @@ local tok, meta = ARGV[1], ARGV[3]
 -- Fast path, the common uncontended case: nobody holds it and nobody waits. (The fence is
 -- formatted once, as an integer; the lease passes through as the caller's string.)
 if redis.call('EXISTS', H, W, WR) == 0 then
-  local fence = string.format('%d', redis.call('INCR', FENCE))
+  local drawn = redis.call('INCR', FENCE)
+  if drawn >= 2^53 then
+    return redis.error_reply('FENCESPENT the fencing counter of this hash slot reached 2^53')
+  end
+  local fence = string.format('%d', drawn)
   if mode == 'w' then
     redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta)
     redis.call('PEXPIRE', H, ARGV[2])
@@ -138,7 +142,11 @@ if mode == 'w' then
     forget_writer(waiter)
   end
   -- Taken past the fast path: others may be waiting, so H is flagged (see prelude.lua).
-  local fence = string.format('%d', redis.call('INCR', FENCE))
+  local drawn = redis.call('INCR', FENCE)
+  if drawn >= 2^53 then
+    return redis.error_reply('FENCESPENT the fencing counter of this hash slot reached 2^53')
+  end
+  local fence = string.format('%d', drawn)
   redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'q', '1')
   redis.call('PEXPIRE', H, ARGV[2])
   return fence .. ':1'
@@ -158,13 +166,17 @@ end
 if not writer and writers_wait() and not readers_turn() then
   return conflict()
 end
+local drawn = redis.call('INCR', FENCE)
+if drawn >= 2^53 then
+  return redis.error_reply('FENCESPENT the fencing counter of this hash slot reached 2^53')
+end
 if writer and redis.call('EXISTS', Z) == 0 then
   -- Downgrade: from now on the writer's lease is kept in Z beside the readers', and the
   -- writer's release must look at Z (the flag, see prelude.lua).
   redis.call('ZADD', Z, writer_expiry(), 'w')
   redis.call('HSET', H, 'q', '1')
 end
-local fence = string.format('%d', redis.call('INCR', FENCE))
+local fence = string.format('%d', drawn)
 redis.call('HSET', H, 'rc:' .. tok, '1', 'rf:' .. tok, fence, 'rm:' .. tok, meta)
 redis.call('HINCRBY', H, 'n', 1)
 redis.call('ZADD', Z, now() + lease, 'r:' .. tok)

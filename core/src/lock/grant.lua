@@ -42,7 +42,10 @@ local function grant_next(channel)
     local info = redis.call('HGET', WI, member)
     redis.call('HDEL', WI, member)
     if info and announced_until(info) > now() then
-      local fence = string.format('%d', redis.call('INCR', FENCE))
+      local drawn = redis.call('INCR', FENCE)
+      -- Fences are spent (see prelude.lua): no grant; the waiters' own attempts report it.
+      if drawn >= 2^53 then return false end
+      local fence = string.format('%d', drawn)
       local client = string.match(member, '^[^:-]*')
       -- Subscribers see the message only after this script, when H below is written.
       local heard = redis.call('PUBLISH', channel .. ':' .. client, 'g:' .. fence .. ':' .. member)

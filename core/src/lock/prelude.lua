@@ -23,4 +23,9 @@
 --
 -- Commands are those of Redis 5.0 (the first to replicate a script's effects, so TIME may
 -- precede writes; and ZPOPMIN): no option newer than that.
+--
+-- A fence is exact only below 2^53 (Lua's numbers are doubles): past it, a script that draws one
+-- refuses before it writes anything (an acquire fails with FENCESPENT, a grant is not made)
+-- rather than hand out a token that may equal the last one. (Checked inline: two constants kept
+-- here measured +0.9 % Redis instructions per uncontended cycle, inline at most +0.3 %.)
 local H, Z, W, WR, WI, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
