@@ -39,8 +39,11 @@ func call(op string, f func(e *C.rl_error) C.rl_status) error {
 // that only makes lock calls (a worker loop: each call blocks in C, not in Go) never passes
 // through the scheduler by itself, so it paid this over and over: ~3 context switches per
 // acquire+release instead of 2, and sysmon awake. Yielding once every yieldEvery (by whichever
-// goroutine calls first) keeps time slices fresh for the price of one runtime.Gosched.
-const yieldEvery = 2 * time.Millisecond
+// goroutine calls first) keeps time slices fresh for the price of one runtime.Gosched. That
+// price is not nothing: with a P idle, Gosched wakes another thread, which finds no work and
+// sleeps again (two context switches). 5 ms keeps half of the 10 ms as a margin; against 2 ms
+// it cut context switches per uncontended cycle from 2.64 to 2.43 and CPU by 6 % (A/B, 20 runs).
+const yieldEvery = 5 * time.Millisecond
 
 var (
 	processStart = time.Now()
