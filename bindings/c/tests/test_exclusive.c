@@ -132,6 +132,46 @@ static void fencing_tokens_strictly_increase(void) {
     rl_error_free(&err);
 }
 
+/* Fences stop at 2^53 - 1, the last that Redis' Lua counts exactly: the token crosses the ABI
+ * exactly, and after it an acquire is RL_REDIS (FENCESPENT) instead of a repeated token. The
+ * client has a key prefix of its own, so no other test shares the counter set here. */
+static void fences_stop_at_two_to_the_53(void) {
+    rl_error err = {0};
+    rl_options options = {0};
+    rl_client client = {0};
+    rl_lock lock = {0};
+    rl_owner owner = {0};
+    REQUIRE_OK(rl_options_new(&options, &err), &err);
+    TRY(rl_options_set_prefix(options, "c-spent-fences", &err), &err);
+    TRY(rl_client_connect(redis_url(), options, &client, &err), &err);
+    TRY(rl_client_lock(client, "spent", &lock, &err), &err);
+    TRY(rl_owner_random(&owner, &err), &err);
+    rl_acquired got = {0};
+    TRY(rl_lock_acquire(lock, owner, 0, 10000, &got, &err), &err);
+    TRY(rl_lock_release(lock, owner, NULL, &err), &err);
+    const char *set[] = {"EVAL",
+                         "local k = redis.call('KEYS', ARGV[1]) "
+                         "redis.call('SET', k[1], ARGV[2]) return #k",
+                         "0", "c-spent-fences:fence:*", "9007199254740990"}; /* 2^53 - 2 */
+    char reply[64];
+    CHECK(redis_command(reply, sizeof reply, 5, set) && strcmp(reply, ":1\r\n") == 0);
+
+    CHECK_OK(rl_lock_acquire(lock, owner, 0, 10000, &got, &err), &err);
+    CHECK(got.fencing_token == 9007199254740991ULL);
+    CHECK_OK(rl_lock_release(lock, owner, NULL, &err), &err);
+    CHECK_STATUS(RL_REDIS, rl_lock_acquire(lock, owner, 0, 10000, &got, &err), &err);
+    CHECK(err.message && strstr(err.message, "2^53"));
+    bool locked = true;
+    CHECK_OK(rl_lock_is_locked(lock, &locked, &err), &err);
+    CHECK(!locked);
+done:
+    rl_owner_free(&owner, NULL);
+    rl_lock_free(&lock, NULL);
+    rl_client_free(&client, NULL);
+    rl_options_free(&options, NULL);
+    rl_error_free(&err);
+}
+
 static void a_wait_ends_with_timeout_after_about_wait_ms(void) {
     rl_error err = {0};
     rl_client client = connect_default();
@@ -190,6 +230,7 @@ const test_case exclusive_tests[] = {
     {"exclusive: another instance releases with the token (seed 000)",
      another_instance_releases_with_the_token},
     {"exclusive: fencing tokens strictly increase", fencing_tokens_strictly_increase},
+    {"exclusive: fences stop at 2^53 - 1 with RL_REDIS", fences_stop_at_two_to_the_53},
     {"exclusive: a wait ends with RL_TIMEOUT after about wait_ms",
      a_wait_ends_with_timeout_after_about_wait_ms},
     {"exclusive: names with any characters are distinct locks",
