@@ -24,5 +24,6 @@
 //
 // Fencing tokens strictly increase per name for new write (and exclusive) holds. They can move
 // backwards only if Redis loses data: a failover to a replica that missed the increment, or a
-// restart without persistence.
+// restart without persistence. They stop at 2^53 - 1, the last that Redis' Lua counts exactly:
+// past it, acquires in that hash slot fail with ErrRedis (FENCESPENT) instead of repeating one.
 package redlock

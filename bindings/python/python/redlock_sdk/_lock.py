@@ -172,7 +172,9 @@ class Lock:
         """The fencing token of the caller's current hold, ``None`` when it holds none.
 
         Tokens of new write holds of one name strictly increase: pass it to the guarded
-        resource, which rejects a writer older than one it has seen. Read from Redis.
+        resource, which rejects a writer older than one it has seen. Read from Redis. They
+        stop at 2**53 - 1, the last that Redis' Lua counts exactly: past it, acquires in that
+        hash slot raise RedisError (FENCESPENT) instead of repeating one.
         """
         try:
             return self._native.fencing_token(self._caller().native)
