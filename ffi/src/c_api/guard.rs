@@ -1,8 +1,9 @@
 //! The wrapper around every exported function: panics never cross into C, and every outcome is
 //! a status code plus, optionally, an `rl_error`.
 
-use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::panics::panic_message;
 
 use super::error::{FfiError, FfiResult, report, rl_error};
 use super::status::rl_status;
@@ -32,16 +33,6 @@ pub(crate) fn guard(err: *mut rl_error, body: impl FnOnce() -> FfiResult<()>) ->
         return rl_status::RL_INTERNAL;
     }
     status
-}
-
-fn panic_message(panic: &(dyn Any + Send)) -> &str {
-    if let Some(s) = panic.downcast_ref::<&'static str>() {
-        s
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s
-    } else {
-        "panic with a non-text payload"
-    }
 }
 
 #[cfg(test)]

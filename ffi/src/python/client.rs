@@ -71,7 +71,7 @@ impl NativeClient {
             LockMode::Read => read,
             LockMode::Write => write,
         };
-        Ok(Arc::new(NativeLock::new(self.inner.clone(), view, label)))
+        Ok(NativeLock::register(self.inner.clone(), view, label))
     }
 
     pub fn inspect(&self, name: String) -> Result<LockInfoRecord, NativeError> {

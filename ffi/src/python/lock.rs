@@ -10,6 +10,7 @@ use super::on_runtime;
 use super::owner::NativeOwner;
 use super::pending::PendingAcquire;
 use super::records::LockInfoRecord;
+use super::registry::Registry;
 
 /// One view of a lock name. Every call names its owner: the Python layer picks it (one per
 /// thread, one per asyncio task, or an explicit token).
@@ -22,21 +23,33 @@ pub struct NativeLock {
     label: Option<String>,
     /// Acquires still waiting after their first slice, until Python takes them by ticket.
     parked: Mutex<HashMap<u64, Arc<PendingAcquire>>>,
+    id: u64,
 }
 
+/// Every live `NativeLock` by id, for the hot calls in `fast`.
+static LOCKS: Registry<NativeLock> = Registry::new();
+
 impl NativeLock {
-    pub(crate) fn new(
+    pub(crate) fn register(
         client: blocking::Client,
         lock: blocking::Lock,
         label: Option<String>,
-    ) -> Self {
-        NativeLock {
+    ) -> Arc<Self> {
+        LOCKS.register(|id| NativeLock {
             client,
             lock,
             holds: Arc::default(),
             label,
             parked: Mutex::default(),
-        }
+            id,
+        })
+    }
+
+    /// The live lock with this id.
+    pub(crate) fn by_id(id: u64) -> Result<Arc<Self>, NativeError> {
+        LOCKS
+            .get(id)
+            .ok_or_else(|| NativeError::invalid(format!("no live lock with id {id}")))
     }
 
     fn prepare(
@@ -63,10 +76,22 @@ impl NativeLock {
     }
 }
 
+impl Drop for NativeLock {
+    fn drop(&mut self) {
+        LOCKS.forget(self.id);
+    }
+}
+
 #[uniffi::export]
 impl NativeLock {
     pub fn name(&self) -> String {
         self.lock.name().to_owned()
+    }
+
+    /// The number that names this lock in the hot calls of `fast` (`redlock_python_acquire`,
+    /// `redlock_python_release`).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Acquires for the owner with id `owner_id` ([`NativeOwner::id`]), blocking the calling

@@ -4,6 +4,9 @@
 //! `bindings/python/python/redlock_sdk/` turns these objects into Python idioms (owners per thread
 //! or task, `with`, `bool` on timeout, exception classes). No lock logic lives here.
 //!
+//! The two hot calls, acquire and release, are also exported as plain C functions of numbers
+//! (`fast`): the generated wrapper of a method costs Python more CPU than the call's own work.
+//!
 //! Threads and the GIL:
 //! - every call is made through ctypes, which releases the GIL for its duration;
 //! - an acquire runs as a task on the core's shared runtime ([`blocking::runtime`], re-created
@@ -16,10 +19,12 @@
 mod client;
 mod error;
 mod events;
+mod fast;
 mod lock;
 mod owner;
 mod pending;
 mod records;
+mod registry;
 
 use std::future::Future;
 

@@ -5,13 +5,12 @@
 //! each object argument costs the generated Python code one more FFI call (a handle clone,
 //! ~5 µs there), a number costs nothing.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::Arc;
 
 use redlock_core::Owner;
 
 use super::error::NativeError;
+use super::registry::Registry;
 
 #[derive(uniffi::Object)]
 pub struct NativeOwner {
@@ -22,35 +21,26 @@ pub struct NativeOwner {
     id: u64,
 }
 
-/// Every live `NativeOwner` by id (an entry goes when its owner is dropped).
-static LIVE: LazyLock<Mutex<HashMap<u64, Weak<NativeOwner>>>> = LazyLock::new(Mutex::default);
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// Every live `NativeOwner` by id.
+static OWNERS: Registry<NativeOwner> = Registry::new();
 
 impl NativeOwner {
     fn register(owner: Owner, label: String) -> Arc<Self> {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let native = Arc::new(NativeOwner { owner, label, id });
-        live().insert(id, Arc::downgrade(&native));
-        native
+        OWNERS.register(|id| NativeOwner { owner, label, id })
     }
 
     /// The live owner with this id.
     pub(crate) fn by_id(id: u64) -> Result<Arc<Self>, NativeError> {
-        live()
-            .get(&id)
-            .and_then(Weak::upgrade)
+        OWNERS
+            .get(id)
             .ok_or_else(|| NativeError::invalid(format!("no live owner with id {id}")))
     }
 }
 
 impl Drop for NativeOwner {
     fn drop(&mut self) {
-        live().remove(&self.id);
+        OWNERS.forget(self.id);
     }
-}
-
-fn live() -> std::sync::MutexGuard<'static, HashMap<u64, Weak<NativeOwner>>> {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[uniffi::export]

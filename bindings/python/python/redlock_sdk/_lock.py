@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import _args, _owners
+from . import _args, _fast, _owners
 from ._errors import NATIVE_ERRORS, LockTimeoutError, translate
 from ._native import NativeError, NativeLock
 
@@ -35,7 +35,7 @@ class Lock:
     when called inside one, else the current thread. Lock objects are cheap and thread-safe.
     """
 
-    __slots__ = ("_client", "_lease", "_mode", "_native", "_owner", "_timeout")
+    __slots__ = ("_client", "_id", "_lease", "_mode", "_native", "_owner", "_timeout")
 
     def __init__(
         self,
@@ -48,6 +48,7 @@ class Lock:
     ) -> None:
         self._client = client
         self._native = native
+        self._id = native.id()  # names it in the hot calls (see _fast)
         self._mode = mode
         self._owner = owner
         self._timeout = timeout
@@ -97,8 +98,11 @@ class Lock:
         # an acquire parked under it, or that acquire would take the lock later, for nobody.
         ticket = next(_tickets)
         try:
-            if self._native.acquire(self._caller().id, wait, lease_s, _SLICE, ticket):
+            acquired = _fast.acquire(self._id, self._caller().id, wait, lease_s, _SLICE, ticket)
+            if acquired > 0:
                 return True
+            if acquired < 0:
+                _fast.raise_error()
         except NativeError.Timeout:
             return False
         except NATIVE_ERRORS as e:
@@ -135,7 +139,10 @@ class Lock:
         ``LockLostError`` if the watchdog was keeping it and Redis lost it.
         """
         try:
-            return self._native.release(self._caller().id)
+            left = _fast.release(self._id, self._caller().id)
+            if left < 0:
+                _fast.raise_error()
+            return left
         except NATIVE_ERRORS as e:
             raise translate(e) from None
 
