@@ -3,7 +3,7 @@
 for every fragment with samples, and the throughput medians relative to ours). Prints the
 markdown. Standard library only, plus matplotlib for the chart (skipped without it).
 
-    python bench/report.py FRAGMENT_DIR --out bench/results --date YYYY-MM-DD [--machine "text"]
+    python bench/report.py FRAGMENT_DIR --out bench/results --date YYYY-MM-DD[-N] [--machine "text"]
 """
 
 from __future__ import annotations
@@ -434,13 +434,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("fragments", type=Path, help="directory of *.json fragments")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    parser.add_argument("--date", default=datetime.date.today().isoformat(), help="YYYY-MM-DD")
+    parser.add_argument(
+        "--date",
+        default=datetime.date.today().isoformat(),
+        help="YYYY-MM-DD, or YYYY-MM-DD-N for the Nth run of a day (names the files)",
+    )
     parser.add_argument("--machine", help="a description of the machine, as text")
     args = parser.parse_args()
+    day, nth = args.date[:10], args.date[10:]
     try:
-        datetime.date.fromisoformat(args.date)
+        datetime.date.fromisoformat(day)
+        if nth and not (nth[0] == "-" and nth[1:].isdigit()):
+            raise ValueError
     except ValueError:
-        parser.error(f"--date {args.date!r} is not YYYY-MM-DD")
+        parser.error(f"--date {args.date!r} is not YYYY-MM-DD or YYYY-MM-DD-N")
     if not args.fragments.is_dir():
         parser.error(f"{args.fragments} is not a directory")
     fragments = load(args.fragments)
@@ -449,7 +456,7 @@ def main() -> None:
     info = machine(fragments, args.machine)
     args.out.mkdir(parents=True, exist_ok=True)
     merged = {
-        "date": args.date,
+        "date": day,
         "machine": info,
         "fragments": [{k: v for k, v in f.items() if k != "_file"} for f in fragments],
     }

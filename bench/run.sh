@@ -3,7 +3,8 @@
 # redis-server, runs every benchmark against it one after another — Rust (P1, P4, P5, P6, P7),
 # Python (P2, P4), Java (P3, P4), Go (P3b, P4) — each comparison interleaved with its peers on
 # that server, then merges their fragments (bench/FRAGMENTS.md) into
-#   bench/results/<date>.json   every figure of the run, with the machine
+#   bench/results/<date>.json   every figure of the run, with the machine (<date>-2 ... for
+#                               another run of the same day)
 #   bench/results/<date>.md     the table (also printed)
 #   bench/results/<date>.png    latency distributions and throughput per library
 #
@@ -18,6 +19,11 @@ if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
 fi
 
 date_tag="$(date +%F)"
+# Another run on the same day gets files of its own (<date>-2, -3, ...), not the first's.
+for n in $(seq 2 99); do
+  [ -e "bench/results/$date_tag.json" ] || break
+  date_tag="$(date +%F)-$n"
+done
 out="$(mktemp -d -t redlock-bench-XXXXXX)"
 export BENCH_OUT="$out"
 source scripts/lib-redis.sh
