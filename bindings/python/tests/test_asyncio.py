@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import select
 import time
 
 import pytest
@@ -166,3 +167,52 @@ def test_force_unlock_async(client: rl.Client) -> None:
         assert not await lock.locked_async()
 
     asyncio.run(main())
+
+
+def test_a_waiting_acquire_wakes_the_loop_through_its_descriptor(
+    client: rl.Client, other_client: rl.Client
+) -> None:
+    """The loop watches the pending acquire's readiness descriptor: unreadable while it waits,
+    readable for good once the lock is handed over; one descriptor per pending acquire."""
+    lock = client.lock("ready-fd")
+    holder = other_client.lock("ready-fd", owner=rl.new_owner_token())
+    assert holder.acquire(lease=30)
+    owner = lock._caller()
+    pending = lock._native.begin_acquire(owner.native, 10.0, -1.0)
+    fd = pending.ready_fd()
+    assert pending.ready_fd() == fd
+    assert select.select([fd], [], [], 0.2)[0] == []  # still waiting
+    holder.release()
+    assert select.select([fd], [], [], 10)[0] == [fd]
+    assert select.select([fd], [], [], 0)[0] == [fd]  # stays readable
+    assert pending.wait(0) is True
+    assert lock.release() == 0
+
+
+def test_a_loop_without_add_reader_still_gets_the_lock(
+    client: rl.Client, other_client: rl.Client
+) -> None:
+    """Loops that cannot watch a descriptor (add_reader: NotImplementedError) wait through the
+    UniFFI future instead."""
+    lock = client.lock("no-add-reader")
+    holder = other_client.lock("no-add-reader", owner=rl.new_owner_token())
+
+    class NoReaders(asyncio.SelectorEventLoop):
+        def add_reader(self, fd, callback, *args):  # type: ignore[override]
+            raise NotImplementedError
+
+    async def main() -> None:
+        assert await lock.acquire_async()
+        assert await lock.release_async() == 0
+        assert holder.acquire(lease=30)
+        waiting = asyncio.create_task(lock.acquire_async(timeout=10))
+        await asyncio.sleep(0.1)
+        holder.release()
+        assert await asyncio.wait_for(waiting, 10)
+        assert await lock.release_async() == 0
+
+    loop = NoReaders()
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()

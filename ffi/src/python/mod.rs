@@ -23,6 +23,7 @@ mod fast;
 mod lock;
 mod owner;
 mod pending;
+mod ready;
 mod records;
 mod registry;
 

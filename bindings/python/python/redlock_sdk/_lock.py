@@ -6,6 +6,7 @@ timeouts, waits in short slices so that Ctrl-C ends a blocked acquire, and maps 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Awaitable, Coroutine
 from types import TracebackType
@@ -231,7 +232,7 @@ class Lock:
         except NATIVE_ERRORS as e:
             raise translate(e) from None
         try:
-            await pending.finished()
+            await _ready(pending)
             pending.wait(0)
             return True
         except NativeError.Timeout:
@@ -280,6 +281,29 @@ class Lock:
         tb: TracebackType | None,
     ) -> None:
         await self.release_async()
+
+
+async def _ready(pending: Any) -> None:
+    """Waits until a native pending call's outcome is ready, woken on the loop's own thread
+    through the call's readiness descriptor (see ffi/src/python/ready.rs); through the UniFFI
+    future on a loop without ``add_reader``."""
+    loop = asyncio.get_running_loop()
+    fd = pending.ready_fd()
+    done = loop.create_future()
+    try:
+        loop.add_reader(fd, _set_ready, done)
+    except NotImplementedError:
+        await pending.finished()
+        return
+    try:
+        await done
+    finally:
+        loop.remove_reader(fd)
+
+
+def _set_ready(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)
 
 
 async def _translated(call: Awaitable[T]) -> T:
