@@ -8,6 +8,7 @@ import time
 
 import pytest
 import redlock_sdk as rl
+from redlock_sdk import _native
 
 
 def test_fifty_tasks_in_one_loop_exclude_each_other(client: rl.Client) -> None:
@@ -216,3 +217,32 @@ def test_a_loop_without_add_reader_still_gets_the_lock(
         loop.run_until_complete(main())
     finally:
         loop.close()
+
+
+def test_a_release_whose_task_is_cancelled_still_completes(client: rl.Client) -> None:
+    """Cancelling the task that awaits a release does not take the release back; its outcome
+    can be taken once, and not before it is ready."""
+    lock = client.lock("release-cancelled")
+
+    async def main() -> None:
+        assert await lock.acquire_async()
+        owner = lock._caller()  # the task's owner
+        releasing = asyncio.ensure_future(lock._release_async(owner))
+        await asyncio.sleep(0)
+        releasing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await releasing
+        deadline = time.monotonic() + 5
+        while lock.locked() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert not lock.locked()
+
+    asyncio.run(main())
+    # The outcome of a release nobody awaits: once, after it is ready.
+    pending = lock._native.begin_release(lock._caller().native)
+    fd = pending.ready_fd()
+    assert select.select([fd], [], [], 10)[0] == [fd]
+    with pytest.raises(_native.NativeError.NotHeld):
+        pending.outcome()
+    with pytest.raises(_native.NativeError.Internal, match="not finished"):
+        pending.outcome()

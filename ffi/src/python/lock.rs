@@ -8,7 +8,7 @@ use redlock_core::{AcquireOptions, Error, Hold, Mode, blocking};
 use super::error::{NativeError, lease_seconds, seconds, wait_seconds};
 use super::on_runtime;
 use super::owner::NativeOwner;
-use super::pending::PendingAcquire;
+use super::pending::{PendingAcquire, PendingRelease};
 use super::records::LockInfoRecord;
 use super::registry::Registry;
 
@@ -156,16 +156,20 @@ impl NativeLock {
         Ok(result?)
     }
 
-    pub async fn release_async(&self, owner: Arc<NativeOwner>) -> Result<u32, NativeError> {
+    /// Starts a release of one hold of `owner` on the shared runtime, for asyncio (see
+    /// [`PendingRelease`]).
+    pub fn begin_release(
+        &self,
+        owner: Arc<NativeOwner>,
+    ) -> Result<Arc<PendingRelease>, NativeError> {
         let owner = owner.owner.clone();
         let view = self.async_view()?;
         let holds = self.holds.clone();
-        on_runtime(async move {
+        PendingRelease::spawn(async move {
             let result = view.release(&owner).await;
             holds.after_release(owner.token(), &result);
             Ok(result?)
         })
-        .await
     }
 
     /// Sets the lease of `owner`'s hold to `lease` seconds from now.

@@ -244,8 +244,17 @@ class Lock:
             raise
 
     def release_async(self) -> Coroutine[Any, Any, int]:
-        """``release`` for asyncio (the owner is the calling task)."""
-        return _translated(self._native.release_async(self._caller().native))
+        """``release`` for asyncio (the owner is the calling task). A release that was started
+        completes even if the awaiting task is cancelled."""
+        return self._release_async(self._caller())
+
+    async def _release_async(self, owner: _owners.Owner) -> int:
+        try:
+            pending = self._native.begin_release(owner.native)
+            await _ready(pending)
+            return pending.outcome()
+        except NATIVE_ERRORS as e:
+            raise translate(e) from None
 
     def extend_async(self, lease: float) -> Coroutine[Any, Any, None]:
         """``extend`` for asyncio (the owner is the calling task)."""
@@ -284,9 +293,9 @@ class Lock:
 
 
 async def _ready(pending: Any) -> None:
-    """Waits until a native pending call's outcome is ready, woken on the loop's own thread
-    through the call's readiness descriptor (see ffi/src/python/ready.rs); through the UniFFI
-    future on a loop without ``add_reader``."""
+    """Waits until a native pending call's outcome is ready (a PendingAcquire or
+    PendingRelease), woken on the loop's own thread through the call's readiness descriptor
+    (see ffi/src/python/ready.rs); through the UniFFI future on a loop without ``add_reader``."""
     loop = asyncio.get_running_loop()
     fd = pending.ready_fd()
     done = loop.create_future()
