@@ -52,6 +52,50 @@ impl NativeLock {
             .ok_or_else(|| NativeError::invalid(format!("no live lock with id {id}")))
     }
 
+    /// Acquires for the owner with id `owner_id` ([`NativeOwner::id`]), blocking the calling
+    /// thread (not the GIL) for at most `first_wait` seconds. `true`: the hold is the caller's.
+    /// `false`: still waiting; the acquire goes on in the background, keeping its place, parked
+    /// under `ticket` for [`NativeLock::take_pending`], whose result waits for it or cancels it.
+    /// The caller picks the ticket (unique per process) before the call, so that a Ctrl-C
+    /// raised as this call returns, before the caller has its result, can still find and
+    /// cancel the parked acquire. Python calls it through `fast` (`redlock_python_acquire`).
+    ///
+    /// `wait`: seconds, negative = forever, 0 = try once; `lease`: seconds, negative = kept
+    /// alive by the watchdog until released. The uncontended case runs on the calling thread
+    /// with no task hand-off, over its own socket.
+    pub(crate) fn acquire(
+        &self,
+        owner_id: u64,
+        wait: f64,
+        lease: f64,
+        first_wait: f64,
+        ticket: u64,
+    ) -> Result<bool, NativeError> {
+        let first_wait = seconds("first_wait", first_wait)?;
+        let owner = NativeOwner::by_id(owner_id)?;
+        let (owner, options) = self.prepare(&owner, wait, lease)?;
+        match self.lock.start_acquire(&owner, options, None, first_wait)? {
+            blocking::Started::Acquired(hold) => {
+                self.holds.record(&hold);
+                Ok(true)
+            }
+            blocking::Started::Waiting(pending) => {
+                let pending = PendingAcquire::new(pending, self.holds.clone());
+                self.parked.lock().unwrap().insert(ticket, pending);
+                Ok(false)
+            }
+        }
+    }
+
+    /// Releases one hold of the owner with id `owner_id`; returns how many holds it still has
+    /// in this mode. Python calls it through `fast` (`redlock_python_release`).
+    pub(crate) fn release(&self, owner_id: u64) -> Result<u32, NativeError> {
+        let owner = NativeOwner::by_id(owner_id)?.owner.clone();
+        let result = self.lock.release(&owner);
+        self.holds.after_release(owner.token(), &result);
+        Ok(result?)
+    }
+
     fn prepare(
         &self,
         owner: &NativeOwner,
@@ -94,41 +138,6 @@ impl NativeLock {
         self.id
     }
 
-    /// Acquires for the owner with id `owner_id` ([`NativeOwner::id`]), blocking the calling
-    /// thread (not the GIL) for at most `first_wait` seconds. `true`: the hold is the caller's.
-    /// `false`: still waiting; the acquire goes on in the background, keeping its place, parked
-    /// under `ticket` for [`NativeLock::take_pending`], whose result waits for it or cancels it.
-    /// The caller picks the ticket (unique per process) before the call, so that a Ctrl-C
-    /// raised as this call returns, before the caller has its result, can still find and
-    /// cancel the parked acquire. (Numbers, not objects, keep the generated FFI calls few.)
-    ///
-    /// `wait`: seconds, negative = forever, 0 = try once; `lease`: seconds, negative = kept
-    /// alive by the watchdog until released. The uncontended case runs on the calling thread
-    /// with no task hand-off, over its own socket.
-    pub fn acquire(
-        &self,
-        owner_id: u64,
-        wait: f64,
-        lease: f64,
-        first_wait: f64,
-        ticket: u64,
-    ) -> Result<bool, NativeError> {
-        let first_wait = seconds("first_wait", first_wait)?;
-        let owner = NativeOwner::by_id(owner_id)?;
-        let (owner, options) = self.prepare(&owner, wait, lease)?;
-        match self.lock.start_acquire(&owner, options, None, first_wait)? {
-            blocking::Started::Acquired(hold) => {
-                self.holds.record(&hold);
-                Ok(true)
-            }
-            blocking::Started::Waiting(pending) => {
-                let pending = PendingAcquire::new(pending, self.holds.clone());
-                self.parked.lock().unwrap().insert(ticket, pending);
-                Ok(false)
-            }
-        }
-    }
-
     /// The acquire still waiting under `ticket` (see [`NativeLock::acquire`]); once only.
     pub fn take_pending(&self, ticket: u64) -> Option<Arc<PendingAcquire>> {
         self.parked.lock().unwrap().remove(&ticket)
@@ -145,15 +154,6 @@ impl NativeLock {
         let (owner, options) = self.prepare(&owner, wait, lease)?;
         let pending = self.lock.begin_acquire(&owner, options, None)?;
         Ok(PendingAcquire::new(pending, self.holds.clone()))
-    }
-
-    /// Releases one hold of the owner with id `owner_id`; returns how many holds it still has
-    /// in this mode.
-    pub fn release(&self, owner_id: u64) -> Result<u32, NativeError> {
-        let owner = NativeOwner::by_id(owner_id)?.owner.clone();
-        let result = self.lock.release(&owner);
-        self.holds.after_release(owner.token(), &result);
-        Ok(result?)
     }
 
     /// Starts a release of one hold of `owner` on the shared runtime, for asyncio (see
