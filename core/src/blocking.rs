@@ -8,7 +8,8 @@
 //!   runtime is re-created there (the parent's threads do not exist in the child);
 //! - a waiting acquire can be cancelled from another thread through a [`CancelToken`];
 //! - an acquire may also wait without holding a thread: [`Lock::start_acquire`] returns a
-//!   [`PendingAcquire`] when the lock is taken (see [`pending`]).
+//!   [`PendingAcquire`] when the lock is taken (see [`pending`]);
+//! - a foreign event loop may poll an acquire or a release on its own thread ([`polled`]).
 
 use std::cell::Cell;
 use std::future::Future;
@@ -28,7 +29,9 @@ use crate::owner::Owner;
 pub use tokio_util::sync::CancellationToken as CancelToken;
 
 pub mod pending;
+pub mod polled;
 pub use pending::{PendingAcquire, Started};
+pub use polled::Polled;
 
 struct ProcessRuntime {
     pid: u32,
