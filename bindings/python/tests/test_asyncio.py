@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import select
 import time
+from typing import TYPE_CHECKING
 
 import pytest
 import redlock_sdk as rl
-from redlock_sdk import _native
+from redlock_sdk import _fast, _native
+
+if TYPE_CHECKING:
+    from conftest import RedisServer
 
 
 def test_fifty_tasks_in_one_loop_exclude_each_other(client: rl.Client) -> None:
@@ -173,28 +177,79 @@ def test_force_unlock_async(client: rl.Client) -> None:
 def test_a_waiting_acquire_wakes_the_loop_through_its_descriptor(
     client: rl.Client, other_client: rl.Client
 ) -> None:
-    """The loop watches the pending acquire's readiness descriptor: unreadable while it waits,
-    readable for good once the lock is handed over; one descriptor per pending acquire."""
-    lock = client.lock("ready-fd")
-    holder = other_client.lock("ready-fd", owner=rl.new_owner_token())
+    """The loop polls the call on its own thread and sleeps on the call's descriptor in between:
+    while the call waits, the descriptor wakes it only for re-checks (no busy loop); the
+    release of the lock wakes it, and the next poll hands the hold out, once."""
+    lock = client.lock("wake-fd")
+    holder = other_client.lock("wake-fd", owner=rl.new_owner_token())
     assert holder.acquire(lease=30)
-    owner = lock._caller()
-    pending = lock._native.begin_acquire(owner.native, 10.0, -1.0)
-    fd = pending.ready_fd()
-    assert pending.ready_fd() == fd
-    assert select.select([fd], [], [], 0.2)[0] == []  # still waiting
-    holder.release()
-    assert select.select([fd], [], [], 10)[0] == [fd]
-    assert select.select([fd], [], [], 0)[0] == [fd]  # stays readable
-    assert pending.wait(0) is True
+    call = _fast.start_acquire(lock._id, lock._caller().id, 10.0, -1.0)
+    assert call > 0
+    try:
+        fd = _fast.wake_fd(call)
+        assert _fast.wake_fd(call) == fd
+        polls = 0
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            assert _fast.drive(call) == _fast.RUNNING
+            polls += 1
+            select.select([fd], [], [], max(deadline - time.monotonic(), 0))
+        # Re-checks come every 250 ms by default; a busy loop would poll thousands of times.
+        assert polls <= 20, polls
+        assert client.inspect("wake-fd")["waiting_writers"] == 1
+        holder.release()
+        outcome = _fast.drive(call)
+        deadline = time.monotonic() + 10
+        while outcome == _fast.RUNNING and time.monotonic() < deadline:
+            select.select([fd], [], [], 0.5)
+            outcome = _fast.drive(call)
+        assert outcome == 1
+        assert lock.owned()
+        # The outcome came once.
+        assert _fast.drive(call) == -1
+        with pytest.raises(_native.NativeError.InvalidArgument, match="already taken"):
+            _fast.raise_error()
+    finally:
+        _fast.end(call)
+        _fast.end(call)  # harmless twice
+    assert lock.owned()  # ending a finished acquire leaves its hold alone
     assert lock.release() == 0
+
+
+def test_ending_an_unfinished_acquire_leaves_nothing_in_redis(
+    redis_server: RedisServer, prefix: str, other_client: rl.Client
+) -> None:
+    # Announcements last four re-check intervals: here long enough that only the withdrawal of
+    # the ended acquire, not an expiry, can clear it within the test.
+    client = rl.Client(redis_server.url, prefix=prefix, recheck_interval=60)
+    lock = client.lock("end-unfinished")
+    holder = other_client.lock("end-unfinished", owner=rl.new_owner_token())
+    assert holder.acquire(lease=30)
+    call = _fast.start_acquire(lock._id, lock._caller().id, 10.0, -1.0)
+    fd = _fast.wake_fd(call)
+    deadline = time.monotonic() + 10
+    while client.inspect("end-unfinished")["waiting_writers"] == 0:
+        assert time.monotonic() < deadline, "the acquire never announced itself"
+        assert _fast.drive(call) == _fast.RUNNING
+        select.select([fd], [], [], 0.05)
+    _fast.end(call)
+    deadline = time.monotonic() + 5
+    while client.inspect("end-unfinished")["waiting_writers"] != 0:
+        assert time.monotonic() < deadline, "the ended acquire stayed in the queue"
+        time.sleep(0.02)
+    holder.release()
+    assert not lock.locked()  # nobody was granted it on the way out
+    assert _fast.drive(call) == -1
+    with pytest.raises(_native.NativeError.InvalidArgument, match="no running call"):
+        _fast.raise_error()
+    client.close()
 
 
 def test_a_loop_without_add_reader_still_gets_the_lock(
     client: rl.Client, other_client: rl.Client
 ) -> None:
-    """Loops that cannot watch a descriptor (add_reader: NotImplementedError) wait through the
-    UniFFI future instead."""
+    """Loops that cannot watch a descriptor (add_reader: NotImplementedError) wait for each
+    wake-up in an executor thread instead."""
     lock = client.lock("no-add-reader")
     holder = other_client.lock("no-add-reader", owner=rl.new_owner_token())
 
@@ -238,11 +293,18 @@ def test_a_release_whose_task_is_cancelled_still_completes(client: rl.Client) ->
         assert not lock.locked()
 
     asyncio.run(main())
-    # The outcome of a release nobody awaits: once, after it is ready.
-    pending = lock._native.begin_release(lock._caller().native)
-    fd = pending.ready_fd()
-    assert select.select([fd], [], [], 10)[0] == [fd]
-    with pytest.raises(_native.NativeError.NotHeld):
-        pending.outcome()
-    with pytest.raises(_native.NativeError.Internal, match="not finished"):
-        pending.outcome()
+    # The outcome of a release driven by hand: once.
+    call = _fast.start_release(lock._id, lock._caller().id)
+    try:
+        outcome = _fast.drive(call)
+        while outcome == _fast.RUNNING:
+            select.select([_fast.wake_fd(call)], [], [], 0.5)
+            outcome = _fast.drive(call)
+        assert outcome == -1
+        with pytest.raises(_native.NativeError.NotHeld):
+            _fast.raise_error()
+        assert _fast.drive(call) == -1
+        with pytest.raises(_native.NativeError.InvalidArgument):
+            _fast.raise_error()
+    finally:
+        _fast.end(call)

@@ -2,7 +2,7 @@
 //! on the calling thread (over its own socket, like every blocking call) and, when the lock is
 //! taken, lets the acquire go on waiting on the shared runtime as a [`PendingAcquire`], keeping
 //! its place in the queue. For bindings whose callers must not park an OS thread per waiter
-//! (Go's goroutines, Python's asyncio and Ctrl-C).
+//! (Go's goroutines, Python's Ctrl-C; asyncio polls its calls instead, see [`super::polled`]).
 //!
 //! Guarantees:
 //! - the outcome is handed out once ([`PendingAcquire::wait`]); the notification
@@ -17,8 +17,6 @@ use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::Duration;
-
-use tokio::sync::watch;
 
 use super::{CancelToken, Lock, block_on, cancellable, runtime};
 use crate::error::{Error, Result};
@@ -73,25 +71,6 @@ impl Lock {
             ))),
         }
     }
-
-    /// Starts an acquire on the shared runtime without blocking this thread at all (for callers
-    /// that are async themselves); see [`Lock::start_acquire`].
-    pub fn begin_acquire(
-        &self,
-        owner: &Owner,
-        options: AcquireOptions,
-        cancel: Option<&CancelToken>,
-    ) -> Result<PendingAcquire> {
-        let lock = self.current()?;
-        let cancel = cancel.map(CancelToken::child_token).unwrap_or_default();
-        let acquiring = acquiring(lock.clone(), owner.clone(), options, cancel.clone());
-        Ok(PendingAcquire::spawn(
-            acquiring,
-            lock,
-            owner.clone(),
-            cancel,
-        ))
-    }
 }
 
 fn acquiring(
@@ -117,7 +96,6 @@ struct Shared {
     pid: u32,
     state: Mutex<State>,
     finished: Condvar,
-    finished_async: watch::Sender<bool>,
     notify: Mutex<Option<Notify>>,
     cancel: CancelToken,
     lock: crate::Lock,
@@ -136,7 +114,6 @@ impl PendingAcquire {
             pid: crate::inspect::process_id(),
             state: Mutex::new(State::Running),
             finished: Condvar::new(),
-            finished_async: watch::Sender::new(false),
             notify: Mutex::new(None),
             cancel,
             lock,
@@ -173,13 +150,6 @@ impl PendingAcquire {
                 ))
             }
         }
-    }
-
-    /// Resolves once the outcome is ready (then `wait(Duration::ZERO)` hands it out). Dropping
-    /// this future does not cancel the acquire.
-    pub async fn finished(&self) {
-        let mut finished = self.shared.finished_async.subscribe();
-        let _ = finished.wait_for(|done| *done).await;
     }
 
     /// Calls `notify` once the outcome is ready: at once on this thread when it already is,
@@ -224,13 +194,6 @@ impl Shared {
             let _ = self.lock.release(&self.owner).await;
         }
         self.finished.notify_all();
-        if self.finished_async.receiver_count() == 0 {
-            self.finished_async.send_replace(true);
-        } else {
-            // The waker may be a foreign runtime's (asyncio's takes the GIL): off the workers.
-            let finished_async = self.finished_async.clone();
-            tokio::task::spawn_blocking(move || finished_async.send_replace(true));
-        }
         let notify = self.notify().take();
         if let Some(notify) = notify {
             notify();

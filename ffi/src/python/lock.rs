@@ -8,7 +8,8 @@ use redlock_core::{AcquireOptions, Error, Hold, Mode, blocking};
 use super::error::{NativeError, lease_seconds, seconds, wait_seconds};
 use super::on_runtime;
 use super::owner::NativeOwner;
-use super::pending::{PendingAcquire, PendingRelease};
+use super::pending::PendingAcquire;
+use super::polled;
 use super::records::LockInfoRecord;
 use super::registry::Registry;
 
@@ -96,6 +97,29 @@ impl NativeLock {
         Ok(result?)
     }
 
+    /// Starts an acquire for the owner with id `owner_id` that the caller's asyncio loop polls
+    /// on its own thread (see `polled`); returns the call's id. The arguments are
+    /// [`NativeLock::acquire`]'s. Python calls it through `fast`.
+    pub(crate) fn start_acquire_polled(
+        &self,
+        owner_id: u64,
+        wait: f64,
+        lease: f64,
+    ) -> Result<u64, NativeError> {
+        let owner = NativeOwner::by_id(owner_id)?;
+        let (owner, options) = self.prepare(&owner, wait, lease)?;
+        let call = self.lock.acquire_polled(&owner, options)?;
+        polled::start_acquire(call, self.holds.clone())
+    }
+
+    /// Starts a release of one hold of the owner with id `owner_id` that the caller's asyncio
+    /// loop polls (see `polled`); returns the call's id. Python calls it through `fast`.
+    pub(crate) fn start_release_polled(&self, owner_id: u64) -> Result<u64, NativeError> {
+        let owner = NativeOwner::by_id(owner_id)?.owner.clone();
+        let call = self.lock.release_polled(&owner)?;
+        polled::start_release(call, self.holds.clone(), owner.token().to_owned())
+    }
+
     fn prepare(
         &self,
         owner: &NativeOwner,
@@ -141,35 +165,6 @@ impl NativeLock {
     /// The acquire still waiting under `ticket` (see [`NativeLock::acquire`]); once only.
     pub fn take_pending(&self, ticket: u64) -> Option<Arc<PendingAcquire>> {
         self.parked.lock().unwrap().remove(&ticket)
-    }
-
-    /// Starts an acquire on the shared runtime without blocking at all (for asyncio); see
-    /// [`NativeLock::acquire`] for the arguments.
-    pub fn begin_acquire(
-        &self,
-        owner: Arc<NativeOwner>,
-        wait: f64,
-        lease: f64,
-    ) -> Result<Arc<PendingAcquire>, NativeError> {
-        let (owner, options) = self.prepare(&owner, wait, lease)?;
-        let pending = self.lock.begin_acquire(&owner, options, None)?;
-        Ok(PendingAcquire::new(pending, self.holds.clone()))
-    }
-
-    /// Starts a release of one hold of `owner` on the shared runtime, for asyncio (see
-    /// [`PendingRelease`]).
-    pub fn begin_release(
-        &self,
-        owner: Arc<NativeOwner>,
-    ) -> Result<Arc<PendingRelease>, NativeError> {
-        let owner = owner.owner.clone();
-        let view = self.async_view()?;
-        let holds = self.holds.clone();
-        PendingRelease::spawn(async move {
-            let result = view.release(&owner).await;
-            holds.after_release(owner.token(), &result);
-            Ok(result?)
-        })
     }
 
     /// Sets the lease of `owner`'s hold to `lease` seconds from now.
@@ -259,7 +254,7 @@ impl HoldBook {
         fences.insert(hold.owner().token().to_owned(), entry);
     }
 
-    fn after_release(&self, token: &str, result: &Result<u32, Error>) {
+    pub(crate) fn after_release(&self, token: &str, result: &Result<u32, Error>) {
         if matches!(result, Ok(0) | Err(Error::NotHeld | Error::LockLost)) {
             let mut fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
             fences.remove(token);

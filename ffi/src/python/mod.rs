@@ -4,17 +4,19 @@
 //! `bindings/python/python/redlock_sdk/` turns these objects into Python idioms (owners per thread
 //! or task, `with`, `bool` on timeout, exception classes). No lock logic lives here.
 //!
-//! The two hot calls, acquire and release, are also exported as plain C functions of numbers
+//! The hot calls, acquire and release, are also exported as plain C functions of numbers
 //! (`fast`): the generated wrapper of a method costs Python more CPU than the call's own work.
 //!
 //! Threads and the GIL:
 //! - every call is made through ctypes, which releases the GIL for its duration;
-//! - an acquire runs as a task on the core's shared runtime ([`blocking::runtime`], re-created
-//!   after `fork()`) and is watched through a [`PendingAcquire`], so Python can wait in short
-//!   slices (Ctrl-C works), cancel it, or await it from asyncio without a second runtime;
-//! - async results are handed to Python from a blocking-pool thread, never from a runtime worker:
-//!   waking a Python event loop takes the GIL, and a worker stuck on the GIL would stall every
-//!   lock of the process (watchdog renewals included).
+//! - a sync acquire makes its first attempt on the calling thread; one that must wait goes on
+//!   as a task on the core's shared runtime ([`blocking::runtime`], re-created after `fork()`),
+//!   watched through a [`PendingAcquire`] so Python can wait in short slices (Ctrl-C works);
+//! - asyncio's acquire and release are polled by the loop on its own thread (`polled`), woken
+//!   through a descriptor the loop watches: no thread of ours waits for the GIL;
+//! - the other async results are handed to Python from a blocking-pool thread, never from a
+//!   runtime worker: waking a Python event loop takes the GIL, and a worker stuck on the GIL
+//!   would stall every lock of the process (watchdog renewals included).
 
 mod client;
 mod error;
@@ -23,9 +25,10 @@ mod fast;
 mod lock;
 mod owner;
 mod pending;
-mod ready;
+mod polled;
 mod records;
 mod registry;
+mod wake;
 
 use std::future::Future;
 

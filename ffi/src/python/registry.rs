@@ -1,8 +1,9 @@
 //! Objects that Python names by number: the hot calls take an id instead of an object, because
 //! each object argument costs the generated Python code one more FFI call (a handle clone).
 //!
-//! An entry is weak: the Python object keeps its native object alive, and the native object's
-//! `Drop` removes its entry. Ids are never reused within a process.
+//! A [`Registry`] entry is weak: the Python object keeps its native object alive, and the native
+//! object's `Drop` removes its entry. A [`Table`] owns its objects instead, for the ones Python
+//! names by id alone and ends explicitly. Ids are never reused within a process.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,6 +46,41 @@ impl<T> Registry<T> {
     }
 }
 
+/// Objects owned by their id: each lives until [`Table::remove`] (or the process ends).
+pub(crate) struct Table<T> {
+    live: Mutex<BTreeMap<u64, Arc<T>>>,
+    next_id: AtomicU64,
+}
+
+impl<T> Table<T> {
+    pub(crate) const fn new() -> Self {
+        Table {
+            live: Mutex::new(BTreeMap::new()),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// Keeps `object` under a fresh id.
+    pub(crate) fn insert(&self, object: T) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.live().insert(id, Arc::new(object));
+        id
+    }
+
+    pub(crate) fn get(&self, id: u64) -> Option<Arc<T>> {
+        self.live().get(&id).cloned()
+    }
+
+    /// Takes the object out; it is dropped once no call that is using it still runs.
+    pub(crate) fn remove(&self, id: u64) -> Option<Arc<T>> {
+        self.live().remove(&id)
+    }
+
+    fn live(&self) -> MutexGuard<'_, BTreeMap<u64, Arc<T>>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +108,17 @@ mod tests {
         assert!(NAMED.get(gone).is_none());
         assert!(NAMED.get(second.id).is_some());
         assert!(NAMED.get(0).is_none() && NAMED.get(u64::MAX).is_none());
+    }
+
+    #[test]
+    fn a_table_keeps_an_object_until_it_is_removed() {
+        static TABLE: Table<&str> = Table::new();
+        let first = TABLE.insert("first");
+        let second = TABLE.insert("second");
+        assert_ne!(first, second);
+        assert_eq!(*TABLE.get(first).unwrap(), "first");
+        assert_eq!(*TABLE.remove(first).unwrap(), "first");
+        assert!(TABLE.get(first).is_none() && TABLE.remove(first).is_none());
+        assert_eq!(*TABLE.get(second).unwrap(), "second");
     }
 }

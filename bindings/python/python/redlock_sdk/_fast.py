@@ -1,4 +1,4 @@
-"""The two hot calls, acquire and release, straight through ctypes.
+"""The hot calls, acquire and release (sync, and asyncio's polled calls), straight through ctypes.
 
 The generated UniFFI wrapper of a native method costs more Python CPU than the lock's own
 client work (a handle clone that is itself an FFI call, a check and a conversion per argument, a
@@ -6,6 +6,10 @@ call-status structure per call). The library exports these two calls as plain C 
 numbers (``ffi/src/python/fast.rs``): one FFI call each, made like every other, with the GIL
 released. They fail by returning -1; the error is kept for this thread and raised by
 ``raise_error`` as the usual ``NativeError`` exception.
+
+asyncio's calls are started (``start_acquire``/``start_release``, giving a call id), polled on
+the loop's thread (``drive``) whenever their descriptor (``wake_fd``) is readable, and ended
+(``end``) whatever happens (see ``ffi/src/python/polled.rs``).
 """
 
 from __future__ import annotations
@@ -42,6 +46,40 @@ acquire.restype = ctypes.c_int8
 release = _lib.redlock_python_release
 release.argtypes = (ctypes.c_uint64, ctypes.c_uint64)
 release.restype = ctypes.c_int64
+
+
+# (lock id, owner id, wait s, lease s) -> call id (>= 1), -1 failed
+start_acquire = _lib.redlock_python_start_acquire
+start_acquire.argtypes = (ctypes.c_uint64, ctypes.c_uint64, ctypes.c_double, ctypes.c_double)
+start_acquire.restype = ctypes.c_int64
+
+# (lock id, owner id) -> call id (>= 1), -1 failed
+start_release = _lib.redlock_python_start_release
+start_release.argtypes = (ctypes.c_uint64, ctypes.c_uint64)
+start_release.restype = ctypes.c_int64
+
+# What ``drive`` returns while the call still runs.
+RUNNING = -2
+
+# (call id) -> RUNNING, the outcome (acquire: 1; release: holds left, >= 0), -1 failed
+drive = _lib.redlock_python_drive
+drive.argtypes = (ctypes.c_uint64,)
+drive.restype = ctypes.c_int64
+
+# (call id) -> the descriptor that is readable while a wake-up is pending, -1 failed
+wake_fd = _lib.redlock_python_wake_fd
+wake_fd.argtypes = (ctypes.c_uint64,)
+wake_fd.restype = ctypes.c_int32
+
+# (call id, timeout s) -> 1 woken, 0 not, -1 failed (for loops without add_reader)
+sleep = _lib.redlock_python_sleep
+sleep.argtypes = (ctypes.c_uint64, ctypes.c_double)
+sleep.restype = ctypes.c_int8
+
+# (call id): gives up an unfinished call (an acquire leaves nothing; a release completes)
+end = _lib.redlock_python_end
+end.argtypes = (ctypes.c_uint64,)
+end.restype = None
 
 
 def raise_error() -> None:

@@ -227,21 +227,20 @@ class Lock:
         return self._acquire_async(owner, wait, lease_s)
 
     async def _acquire_async(self, owner: _owners.Owner, wait: float, lease: float) -> bool:
+        call = 0
         try:
-            pending = self._native.begin_acquire(owner.native, wait, lease)
-        except NATIVE_ERRORS as e:
-            raise translate(e) from None
-        try:
-            await _ready(pending)
-            pending.wait(0)
+            call = _fast.start_acquire(self._id, owner.id, wait, lease)
+            if call < 0 or await _driven(call) < 0:
+                _fast.raise_error()
             return True
         except NativeError.Timeout:
             return False
         except NATIVE_ERRORS as e:
             raise translate(e) from None
-        except BaseException:
-            pending.cancel()
-            raise
+        finally:
+            # Unfinished (the task was cancelled): the acquire is cancelled, nothing is left.
+            if call > 0:
+                _fast.end(call)
 
     def release_async(self) -> Coroutine[Any, Any, int]:
         """``release`` for asyncio (the owner is the calling task). A release that was started
@@ -249,12 +248,19 @@ class Lock:
         return self._release_async(self._caller())
 
     async def _release_async(self, owner: _owners.Owner) -> int:
+        call = 0
         try:
-            pending = self._native.begin_release(owner.native)
-            await _ready(pending)
-            return pending.outcome()
+            call = _fast.start_release(self._id, owner.id)
+            left = -1 if call < 0 else await _driven(call)
+            if left < 0:
+                _fast.raise_error()
+            return left
         except NATIVE_ERRORS as e:
             raise translate(e) from None
+        finally:
+            # Unfinished (the task was cancelled): the release completes in the background.
+            if call > 0:
+                _fast.end(call)
 
     def extend_async(self, lease: float) -> Coroutine[Any, Any, None]:
         """``extend`` for asyncio (the owner is the calling task)."""
@@ -292,27 +298,54 @@ class Lock:
         await self.release_async()
 
 
-async def _ready(pending: Any) -> None:
-    """Waits until a native pending call's outcome is ready (a PendingAcquire or
-    PendingRelease), woken on the loop's own thread through the call's readiness descriptor
-    (see ffi/src/python/ready.rs); through the UniFFI future on a loop without ``add_reader``."""
+async def _driven(call: int) -> int:
+    """Polls a native call started by ``_fast.start_*`` on this loop's thread until it ends,
+    sleeping on its wake-up descriptor in between (see ffi/src/python/polled.rs); returns the
+    last ``_fast.drive`` answer (-1: failed, the error is stashed for this thread)."""
+    outcome = _fast.drive(call)
+    if outcome != _fast.RUNNING:
+        return outcome
     loop = asyncio.get_running_loop()
-    fd = pending.ready_fd()
-    done = loop.create_future()
+    fd = _fast.wake_fd(call)
+    if fd < 0:
+        return -1
+    woken = _Woken()
     try:
-        loop.add_reader(fd, _set_ready, done)
+        loop.add_reader(fd, woken.set)
     except NotImplementedError:
-        await pending.finished()
-        return
+        return await _driven_from_a_thread(loop, call)
     try:
-        await done
+        while outcome == _fast.RUNNING:
+            woken.future = loop.create_future()
+            await woken.future
+            outcome = _fast.drive(call)
+        return outcome
     finally:
         loop.remove_reader(fd)
 
 
-def _set_ready(done: asyncio.Future[None]) -> None:
-    if not done.done():
-        done.set_result(None)
+class _Woken:
+    """The future a polled call's descriptor completes when it becomes readable. The reader
+    stays registered between polls (it is level-triggered: a wake-up during a poll is seen)."""
+
+    __slots__ = ("future",)
+
+    def __init__(self) -> None:
+        self.future: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        if self.future is not None and not self.future.done():
+            self.future.set_result(None)
+
+
+async def _driven_from_a_thread(loop: asyncio.AbstractEventLoop, call: int) -> int:
+    """``_driven`` for loops that cannot watch a descriptor: an executor thread waits for each
+    wake-up (ending the call wakes it too), and the loop's thread polls."""
+    outcome = _fast.RUNNING
+    while outcome == _fast.RUNNING:
+        await loop.run_in_executor(None, _fast.sleep, call, 1.0)
+        outcome = _fast.drive(call)
+    return outcome
 
 
 async def _translated(call: Awaitable[T]) -> T:
