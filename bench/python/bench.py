@@ -8,16 +8,20 @@ waiting, Redis commands per section from INFO commandstats, which counts the com
 Lua scripts too). One more untimed contended run per library under MONITOR splits them into
 round trips (commands sent by clients) and commands run by scripts. 1000 PINGs with redis-py
 give the round-trip time that the hand-off is compared with.
+asyncio: acquire_async+release_async cycles of one task against redis.asyncio's Lock (no goal
+of issue 7 names it: an "info" fragment).
 Runs are interleaved (the library order rotates every repetition); throughput figures are
 medians of the repetitions, latency and wait figures are over the samples of all repetitions.
 
     python bench/python/bench.py [--reps 3] [--cycles 2000] [--sections 500] [--json out.json]
-        [--fragments DIR]   # writes P2-python.json and P4-python.json (bench/FRAGMENTS.md)
+        [--fragments DIR]   # writes P2-python.json, P4-python.json and info-python-asyncio.json
+                            # (bench/FRAGMENTS.md)
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import multiprocessing
 import random
@@ -77,6 +81,33 @@ LIBRARIES = {
     "pottery Redlock": pottery_redlock,
 }
 
+# asyncio: make(url, cycles) -> coroutine of uncontended()'s result, on a loop of its own
+ASYNC_OURS = "redlock_sdk (asyncio)"
+ASYNC_PEER = "redis.asyncio Lock"
+
+
+async def redlock_sdk_async(url: str, cycles: int) -> tuple[dict, list[float]]:
+    import redlock_sdk as rl
+
+    with rl.Client(url, prefix="bench-rl") as client:
+        lock = client.lock("uncontended-async")
+        return await timed_async(lock.acquire_async, lock.release_async, cycles)
+
+
+async def redis_py_async(url: str, cycles: int) -> tuple[dict, list[float]]:
+    import redis.asyncio
+
+    r = redis.asyncio.Redis.from_url(url)
+    try:
+        lock = r.lock("bench-py:uncontended-async")
+        return await timed_async(lock.acquire, lock.release, cycles)
+    finally:
+        await r.aclose()
+
+
+ASYNC_LIBRARIES = {ASYNC_OURS: redlock_sdk_async, ASYNC_PEER: redis_py_async}
+
+
 # -- measurements ------------------------------------------------------------------------------
 
 
@@ -118,6 +149,22 @@ def uncontended(make, url: str, cycles: int) -> tuple[dict, list[float]]:
         "p99_us": percentile(times, 99),
     }
     return summary, times
+
+
+async def timed_async(acquire, release, cycles: int) -> tuple[dict, list[float]]:
+    """uncontended() for one asyncio task."""
+    for _ in range(100):
+        await acquire()
+        await release()
+    times = []
+    started = time.perf_counter()
+    for _ in range(cycles):
+        t0 = time.perf_counter()
+        await acquire()
+        await release()
+        times.append((time.perf_counter() - t0) * 1e6)
+    elapsed = time.perf_counter() - started
+    return {"cycles_per_s": cycles / elapsed}, times
 
 
 def contender(make, url: str, sections: int, start, out) -> None:
@@ -260,6 +307,9 @@ def main() -> None:
     samples: dict[str, dict[str, list[float]]] = {
         n: {"cycles_us": [], "waits_us": [], "handoffs_us": []} for n in names
     }
+    async_names = list(ASYNC_LIBRARIES) if OURS in names and PEER in names else []
+    async_runs: dict[str, list[dict]] = {n: [] for n in async_names}
+    async_samples: dict[str, list[float]] = {n: [] for n in async_names}
     with redis_url() as url:
         host = redis.Redis.from_url(url).connection_pool.connection_kwargs.get("host")
         if host not in ("127.0.0.1", "localhost", "::1"):
@@ -277,6 +327,11 @@ def main() -> None:
                 samples[name]["waits_us"] += rows["waits_us"]
                 samples[name]["handoffs_us"] += rows["handoffs_us"]
                 print(f"rep {rep + 1}/{args.reps} {name}: done", file=sys.stderr, flush=True)
+            order = async_names[rep % 2 :] + async_names[: rep % 2]
+            for name in order:
+                summary, cycles_us = asyncio.run(ASYNC_LIBRARIES[name](url, args.cycles))
+                async_runs[name].append(summary)
+                async_samples[name] += cycles_us
         report = {n: {kind: medians(r) for kind, r in runs[n].items()} for n in names}
         for name in names:  # untimed: MONITOR slows Redis down
             report[name]["monitored"] = round_trips(LIBRARIES[name], url, args.sections)
@@ -297,10 +352,16 @@ def main() -> None:
             pooled["handoff_p50_rtt"] = pooled["handoff_p50_us"] / ping_p50
         report[name]["contended"].update(pooled)
     print_report(report, args, pings)
+    async_report = {n: medians(r) for n, r in async_runs.items()}
+    print_async_report(async_report, async_samples, args)
     if args.json:
-        args.json.write_text(json.dumps({"medians": report, "runs": runs}, indent=2))
+        everything = {"medians": report, "runs": runs, "asyncio": async_runs}
+        args.json.write_text(json.dumps(everything, indent=2))
     if args.fragments:
         for path in write_fragments(args, names, runs, report, samples, pings):
+            print(f"wrote {path}", file=sys.stderr)
+        if async_names:
+            path = write_async_fragment(args, async_runs, async_samples)
             print(f"wrote {path}", file=sys.stderr)
 
 
@@ -434,16 +495,55 @@ def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
             f"{defaults}"
         ),
     }
-    paths = []
-    for fragment in (p2, p4):
-        path = args.fragments / f"{fragment['goal']}-python.json"
-        text = json.dumps(fragment, indent=1, ensure_ascii=False)
-        text = NUMBER_LIST.sub(
-            lambda m: "[" + ", ".join(x.strip() for x in m[1].split(",")) + "]", text
-        )
-        path.write_text(text + "\n", encoding="utf-8")
-        paths.append(path)
-    return paths
+    return [write_fragment(args.fragments / f"{f['goal']}-python.json", f) for f in (p2, p4)]
+
+
+def write_async_fragment(args, runs: dict[str, list[dict]], samples: dict) -> Path:
+    series = [
+        {
+            "library": name,
+            "metric": "cycles/s",
+            "better": "higher",
+            **spread([r["cycles_per_s"] for r in per_rep]),
+            "latency_us": latency(samples[name]),
+        }
+        for name, per_rep in runs.items()
+    ]
+    ratio = round(series[0]["median"] / series[1]["median"], 3)
+    fragment = {
+        "goal": "info",
+        "title": "Python asyncio: uncontended acquire_async+release_async",
+        "headline": {"label": f"{ASYNC_OURS} / {ASYNC_PEER} (median cycles/s)", "value": ratio},
+        "series": series,
+        "notes": (
+            f"{args.reps} repetitions of {args.cycles} cycles of one task on a fresh loop, "
+            f"after 100 warm-up cycles, alternating with P2's repetitions (order rotating); "
+            f"defaults of both (redlock_sdk: a watchdog-kept hold; redis.asyncio: no expiry)"
+        ),
+    }
+    return write_fragment(args.fragments / "info-python-asyncio.json", fragment)
+
+
+def write_fragment(path: Path, fragment: dict) -> Path:
+    """Writes a fragment as JSON, each list of numbers on one line."""
+    text = json.dumps(fragment, indent=1, ensure_ascii=False)
+    text = NUMBER_LIST.sub(
+        lambda m: "[" + ", ".join(x.strip() for x in m[1].split(",")) + "]", text
+    )
+    path.write_text(text + "\n", encoding="utf-8")
+    return path
+
+
+def print_async_report(report: dict, samples: dict, args) -> None:
+    if not report:
+        return
+    base = report[ASYNC_PEER]["cycles_per_s"]
+    print(f"\nasyncio, uncontended ({args.cycles} acquire_async+release_async cycles, one task)")
+    print(f"{'library':<24}{'cycles/s':>10}{'p50 us':>9}{'p99 us':>9}{'vs redis.asyncio':>18}")
+    for name, r in report.items():
+        p50, p99 = percentile(samples[name], 50), percentile(samples[name], 99)
+        ratio = f"{r['cycles_per_s'] / base:.2f}x"
+        print(f"{name:<24}{r['cycles_per_s']:>10.0f}{p50:>9.0f}{p99:>9.0f}{ratio:>18}")
 
 
 def print_report(report: dict, args, pings: list[float]) -> None:

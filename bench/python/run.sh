@@ -5,7 +5,7 @@
 #   REDIS_URL     the redis-server to use (loopback only); unset: bench.py starts one of its own
 #                 (python-demo/_server.py) on a free loopback port
 #   BENCH_OUT     directory for the suite's fragments (bench/FRAGMENTS.md): P2-python.json,
-#                 P4-python.json; 4 processes x 1000 contended sections
+#                 P4-python.json, info-python-asyncio.json; 4 processes x 1000 contended sections
 #   BENCH_QUICK=1 a short run: 3 repetitions, 500 cycles, 200 sections
 set -euo pipefail
 cd "$(dirname "$0")/../.."
