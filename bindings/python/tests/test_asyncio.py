@@ -308,3 +308,80 @@ def test_a_release_whose_task_is_cancelled_still_completes(client: rl.Client) ->
             _fast.raise_error()
     finally:
         _fast.end(call)
+
+
+def test_a_silent_redis_ends_async_calls_with_a_connection_error(tmp_path) -> None:
+    """A request written by the loop whose reply never comes: the command timeout (a runtime
+    timer) wakes the loop, and the call ends with a connection error instead of hanging."""
+    import signal
+
+    from conftest import RedisServer
+
+    server = RedisServer(tmp_path)
+    try:
+        with rl.Client(server.url, command_timeout=0.5, connect_timeout=0.5) as client:
+            lock = client.lock("silent")
+
+            async def main() -> None:
+                assert await lock.acquire_async(lease=30)  # warm: its own connection, scripts
+                server.process.send_signal(signal.SIGSTOP)
+                try:
+                    started = time.monotonic()
+                    with pytest.raises(rl.LockConnectionError):
+                        await lock.release_async()
+                    other = client.lock("silent-2")
+                    with pytest.raises(rl.LockConnectionError):
+                        await other.acquire_async(blocking=False)
+                    assert time.monotonic() - started < 5
+                finally:
+                    server.process.send_signal(signal.SIGCONT)
+
+            asyncio.run(asyncio.wait_for(main(), 30))
+    finally:
+        server.stop()
+
+
+def test_a_dead_redis_ends_async_calls_with_a_connection_error(tmp_path) -> None:
+    from conftest import RedisServer
+
+    server = RedisServer(tmp_path)
+    try:
+        with rl.Client(server.url, command_timeout=0.5, connect_timeout=0.5) as client:
+            lock = client.lock("dead")
+
+            async def main() -> None:
+                assert await lock.acquire_async(lease=30)
+                server.stop()
+                started = time.monotonic()
+                with pytest.raises(rl.LockConnectionError):
+                    await lock.release_async()
+                with pytest.raises(rl.LockConnectionError):
+                    await lock.acquire_async(blocking=False)
+                assert time.monotonic() - started < 5
+
+            asyncio.run(asyncio.wait_for(main(), 30))
+    finally:
+        server.stop()
+
+
+def test_close_ends_a_waiting_async_acquire_and_later_calls(redis_server, prefix: str) -> None:
+    holder = rl.Client(redis_server.url, prefix=prefix)
+    holder.lock("async-close").acquire(lease=30)
+    client = rl.Client(redis_server.url, prefix=prefix)
+    lock = client.lock("async-close")
+
+    async def main() -> None:
+        waiting = asyncio.create_task(lock.acquire_async(timeout=30))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        client.close()
+        with pytest.raises(rl.ClientClosedError):
+            await asyncio.wait_for(waiting, 5)
+        with pytest.raises(rl.ClientClosedError):
+            await lock.acquire_async()
+        with pytest.raises(rl.ClientClosedError):
+            await lock.release_async()
+
+    asyncio.run(main())
+    assert holder.force_unlock("async-close")
+    holder.close()
