@@ -385,3 +385,36 @@ def test_close_ends_a_waiting_async_acquire_and_later_calls(redis_server, prefix
     asyncio.run(main())
     assert holder.force_unlock("async-close")
     holder.close()
+
+
+def test_many_async_calls_leave_no_descriptors_behind(client: rl.Client) -> None:
+    """Each polled call uses a socket pair; ended calls give theirs back to a bounded pool, so
+    cycles, cancelled waits and failed calls do not leak descriptors."""
+    import os
+
+    lock = client.lock("fds")
+    holder = client.lock("fds", owner=rl.new_owner_token())
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def churn() -> None:
+        for _ in range(300):
+            assert await lock.acquire_async()
+            assert await lock.release_async() == 0
+        assert holder.acquire(lease=30)
+        for _ in range(30):
+            waiting = asyncio.create_task(lock.acquire_async(timeout=10))
+            await asyncio.sleep(0.005)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            with pytest.raises(rl.NotHeldError):
+                await lock.release_async()
+        assert holder.release() == 0
+
+    asyncio.run(churn())  # warm: connections, scripts, spare signals
+    before = open_fds()
+    for _ in range(3):
+        asyncio.run(churn())
+    assert open_fds() - before <= 8, (before, open_fds())
