@@ -418,3 +418,47 @@ def test_many_async_calls_leave_no_descriptors_behind(client: rl.Client) -> None
     for _ in range(3):
         asyncio.run(churn())
     assert open_fds() - before <= 8, (before, open_fds())
+
+
+def test_running_out_of_descriptors_fails_async_calls_clearly(redis_server, prefix: str) -> None:
+    """Each running async call holds a socket pair: under a low descriptor limit, the calls that
+    cannot get one fail with a LockError saying why; the others, and later calls, work."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        f"""
+        import asyncio, resource
+        import redlock_sdk as rl
+
+        client = rl.Client({redis_server.url!r}, prefix={prefix!r})
+        holder = client.lock("fd-limit", owner=rl.new_owner_token())
+        lock = client.lock("fd-limit")
+        assert holder.acquire(lease=30)
+
+        async def main():
+            import os
+            used = len(os.listdir("/proc/self/fd"))
+            resource.setrlimit(resource.RLIMIT_NOFILE, (used + 40, used + 40))
+            tries = [lock.acquire_async(timeout=0.5) for _ in range(100)]
+            outcomes = await asyncio.gather(*tries, return_exceptions=True)
+            refused = [o for o in outcomes if isinstance(o, rl.LockError)]
+            waited = [o for o in outcomes if o is False]
+            assert len(refused) + len(waited) == 100, outcomes
+            assert refused and waited, (len(refused), len(waited))
+            assert all("socket pair" in str(e) for e in refused), refused[0]
+            assert holder.release() == 0
+            assert await lock.acquire_async(timeout=5)
+            assert await lock.release_async() == 0
+            print("ok", len(refused), len(waited))
+
+        asyncio.run(main())
+        client.close()
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("ok "), done.stdout

@@ -33,8 +33,9 @@ pub(crate) struct WakeSignal {
 /// Signals of ended calls, ready for the next ones.
 static SPARE: Mutex<Vec<Arc<WakeSignal>>> = Mutex::new(Vec::new());
 
-/// Spare signals kept at most (two descriptors each).
-const MAX_SPARE: usize = 64;
+/// Spare signals kept at most (two descriptors each, held for good: a process often runs
+/// under a limit of 1 024 descriptors). A loop making one call at a time needs one.
+const MAX_SPARE: usize = 16;
 
 impl WakeSignal {
     /// A spare signal, or a new one.
@@ -65,8 +66,13 @@ impl WakeSignal {
                 bell: Condvar::new(),
             })
         });
-        made.map(Arc::new)
-            .map_err(|e| NativeError::internal(format!("cannot make a wake-up signal: {e}")))
+        made.map(Arc::new).map_err(|e| {
+            // Most likely the process's descriptor limit: every running async call holds a
+            // socket pair.
+            NativeError::internal(format!(
+                "cannot make the socket pair of an asyncio call's wake-ups: {e}"
+            ))
+        })
     }
 
     /// The descriptor to watch: readable while a wake-up is pending; valid while this lives.
