@@ -50,41 +50,86 @@ pub extern "C" fn redlock_python_release(lock: u64, owner: u64) -> i64 {
     answer(|| Ok(i64::from(NativeLock::by_id(lock)?.release(owner)?)))
 }
 
-/// Starts an acquire that the calling asyncio loop polls (see `polled`): the call's id (>= 1),
-/// or -1 when it could not start (the error is stashed). Arguments as for
-/// [`redlock_python_acquire`]; end the call with [`redlock_python_end`].
+/// Makes the wake-ups of one asyncio event loop (see `polled`): their id (>= 1), or -1 (the
+/// error is stashed). Free them with [`redlock_python_free_loop`].
+#[unsafe(no_mangle)]
+pub extern "C" fn redlock_python_new_loop() -> i64 {
+    answer(|| Ok(polled::new_loop()? as i64))
+}
+
+/// The descriptor of a loop's wake-ups, for its `add_reader` (-1: unknown id).
+#[unsafe(no_mangle)]
+pub extern "C" fn redlock_python_loop_fd(wakeups: u64) -> i32 {
+    answer(|| polled::loop_fd(wakeups))
+}
+
+/// Takes up to `capacity` ids of the loop's calls woken since it last looked into `out`; returns
+/// how many (ask again while it fills `out`), or -1 (stashed). A call may appear twice.
+///
+/// # Safety
+/// `out` must point to `capacity` writable `u64`s (it may be null when `capacity` is 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn redlock_python_take_woken(
+    wakeups: u64,
+    out: *mut u64,
+    capacity: usize,
+) -> i64 {
+    answer(|| {
+        if out.is_null() && capacity > 0 {
+            return Err(NativeError::invalid("out is null"));
+        }
+        let out: &mut [u64] = if capacity == 0 {
+            &mut []
+        } else {
+            // SAFETY: the caller passes `capacity` writable u64s at `out` (see above).
+            unsafe { std::slice::from_raw_parts_mut(out, capacity) }
+        };
+        Ok(polled::take_woken(wakeups, out)? as i64)
+    })
+}
+
+/// Frees a loop's wake-ups (its descriptor closes once no call started with it runs). Harmless
+/// for an unknown or freed id.
+#[unsafe(no_mangle)]
+pub extern "C" fn redlock_python_free_loop(wakeups: u64) {
+    let _: i8 = answer(|| {
+        polled::free_loop(wakeups);
+        Ok(0)
+    });
+}
+
+/// Starts an acquire that the calling asyncio loop polls (see `polled`), woken through the
+/// loop's wake-ups `wakeups` (0: none, for a loop that waits in [`redlock_python_sleep`]): the
+/// call's id (>= 1), or -1 when it could not start (the error is stashed). The other arguments
+/// are [`redlock_python_acquire`]'s; end the call with [`redlock_python_end`].
 #[unsafe(no_mangle)]
 pub extern "C" fn redlock_python_start_acquire(
     lock: u64,
     owner: u64,
     wait: f64,
     lease: f64,
+    wakeups: u64,
 ) -> i64 {
     answer(|| {
-        let id = NativeLock::by_id(lock)?.start_acquire_polled(owner, wait, lease)?;
-        Ok(id as i64)
+        let lock = NativeLock::by_id(lock)?;
+        Ok(lock.start_acquire_polled(owner, wait, lease, wakeups)? as i64)
     })
 }
 
-/// Starts a release that the calling asyncio loop polls (see `polled`): the call's id (>= 1),
-/// or -1 (the error is stashed). End the call with [`redlock_python_end`].
+/// Starts a release that the calling asyncio loop polls (see
+/// [`redlock_python_start_acquire`]): the call's id (>= 1), or -1 (the error is stashed). End
+/// the call with [`redlock_python_end`].
 #[unsafe(no_mangle)]
-pub extern "C" fn redlock_python_start_release(lock: u64, owner: u64) -> i64 {
-    answer(|| Ok(NativeLock::by_id(lock)?.start_release_polled(owner)? as i64))
+pub extern "C" fn redlock_python_start_release(lock: u64, owner: u64, wakeups: u64) -> i64 {
+    answer(|| Ok(NativeLock::by_id(lock)?.start_release_polled(owner, wakeups)? as i64))
 }
 
-/// Polls the call with id `call` once: -2 while it runs (poll again once its descriptor is
-/// readable), its outcome when it finished (an acquire: 1; a release: the holds left, >= 0),
+/// Polls the call with id `call` once: -2 while it runs (poll again once its loop's wake-ups
+/// name it), its outcome when it finished (an acquire: 1; a release: the holds left, >= 0),
 /// or -1 when it failed (the error, `Timeout` included, is stashed). The outcome comes once.
 #[unsafe(no_mangle)]
 pub extern "C" fn redlock_python_drive(call: u64) -> i64 {
     answer(|| Ok(polled::drive(call)?.map_or(-2, i64::from)))
-}
-
-/// The descriptor of the call's wake-ups, for the loop's `add_reader` (-1: unknown call).
-#[unsafe(no_mangle)]
-pub extern "C" fn redlock_python_wake_fd(call: u64) -> i32 {
-    answer(|| polled::wake_fd(call))
 }
 
 /// Blocks up to `timeout` seconds for a wake-up of the call (loops that cannot watch a
@@ -165,9 +210,9 @@ mod tests {
         assert!(message.contains("no live lock with id"), "{message}");
         assert_eq!(redlock_python_acquire(0, 1, 0.0, -1.0, 0.0, 1), -1);
         assert!(stashed().unwrap().starts_with("InvalidArgument("));
-        assert_eq!(redlock_python_start_acquire(0, 1, 0.0, -1.0), -1);
+        assert_eq!(redlock_python_start_acquire(0, 1, 0.0, -1.0, 0), -1);
         assert!(stashed().unwrap().contains("no live lock with id 0"));
-        assert_eq!(redlock_python_start_release(u64::MAX, 1), -1);
+        assert_eq!(redlock_python_start_release(u64::MAX, 1, 0), -1);
         assert!(stashed().unwrap().starts_with("InvalidArgument("));
     }
 
@@ -175,12 +220,34 @@ mod tests {
     fn unknown_calls_are_invalid_arguments_and_ending_one_is_harmless() {
         assert_eq!(redlock_python_drive(u64::MAX), -1);
         assert!(stashed().unwrap().contains("no running call with id"));
-        assert_eq!(redlock_python_wake_fd(0), -1);
-        assert!(stashed().unwrap().starts_with("InvalidArgument("));
         assert_eq!(redlock_python_sleep(0, 0.0), -1);
         assert!(stashed().unwrap().starts_with("InvalidArgument("));
         redlock_python_end(0);
         redlock_python_end(u64::MAX);
         assert_eq!(stashed(), None);
+    }
+
+    #[test]
+    fn a_loop_s_wake_ups_are_named_by_id_until_freed() {
+        let id = redlock_python_new_loop();
+        assert!(id >= 1);
+        let id = id as u64;
+        assert!(redlock_python_loop_fd(id) >= 0);
+        let mut out = [0_u64; 4];
+        // SAFETY: `out` holds 4 u64s; a null `out` is only passed with capacity 0.
+        unsafe {
+            assert_eq!(redlock_python_take_woken(id, out.as_mut_ptr(), 4), 0);
+            assert_eq!(redlock_python_take_woken(id, std::ptr::null_mut(), 0), 0);
+            assert_eq!(redlock_python_take_woken(id, std::ptr::null_mut(), 4), -1);
+        }
+        assert!(stashed().unwrap().contains("out is null"));
+        redlock_python_free_loop(id);
+        redlock_python_free_loop(id);
+        assert_eq!(redlock_python_loop_fd(id), -1);
+        assert!(
+            stashed()
+                .unwrap()
+                .contains("no event loop wake-ups with id")
+        );
     }
 }

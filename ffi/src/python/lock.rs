@@ -98,26 +98,33 @@ impl NativeLock {
     }
 
     /// Starts an acquire for the owner with id `owner_id` that the caller's asyncio loop polls
-    /// on its own thread (see `polled`); returns the call's id. The arguments are
-    /// [`NativeLock::acquire`]'s. Python calls it through `fast`.
+    /// on its own thread, woken through the loop's wake-ups `wakeups` (see `polled`); returns
+    /// the call's id. The other arguments are [`NativeLock::acquire`]'s. Python calls it
+    /// through `fast`.
     pub(crate) fn start_acquire_polled(
         &self,
         owner_id: u64,
         wait: f64,
         lease: f64,
+        wakeups: u64,
     ) -> Result<u64, NativeError> {
         let owner = NativeOwner::by_id(owner_id)?;
         let (owner, options) = self.prepare(&owner, wait, lease)?;
         let call = self.lock.acquire_polled(&owner, options)?;
-        polled::start_acquire(call, self.holds.clone())
+        polled::start_acquire(call, self.holds.clone(), wakeups)
     }
 
     /// Starts a release of one hold of the owner with id `owner_id` that the caller's asyncio
     /// loop polls (see `polled`); returns the call's id. Python calls it through `fast`.
-    pub(crate) fn start_release_polled(&self, owner_id: u64) -> Result<u64, NativeError> {
+    pub(crate) fn start_release_polled(
+        &self,
+        owner_id: u64,
+        wakeups: u64,
+    ) -> Result<u64, NativeError> {
         let owner = NativeOwner::by_id(owner_id)?.owner.clone();
         let call = self.lock.release_polled(&owner)?;
-        polled::start_release(call, self.holds.clone(), owner.token().to_owned())
+        let token = owner.token().to_owned();
+        polled::start_release(call, self.holds.clone(), token, wakeups)
     }
 
     fn prepare(

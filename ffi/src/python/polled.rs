@@ -3,9 +3,9 @@
 //!
 //! Why: run as a task on the shared runtime, a call woke three threads in turn (a worker to
 //! start it, the worker that read the reply, then the loop). Polled by the loop, the first poll
-//! writes the request on the loop's thread, and only the reply's worker wakes the loop, by
-//! writing a byte to the call's [`WakeSignal`], which the loop watches. A hold, its fencing token
-//! and the owner's book of tokens are handled as by the blocking calls.
+//! writes the request on the loop's thread, and only the reply's worker wakes the loop, through
+//! the loop's [`LoopWakeups`] (one descriptor per loop, which the loop watches). A hold, its
+//! fencing token and the owner's book of tokens are handled as by the blocking calls.
 //!
 //! A call lives in [`CALLS`] from its start until Python ends it ([`end`]): ending an unfinished
 //! acquire cancels it (nothing is left in Redis); an unfinished release runs to its end on the
@@ -20,11 +20,11 @@ use redlock_core::{Hold, blocking};
 use super::error::NativeError;
 use super::lock::HoldBook;
 use super::registry::Table;
-use super::wake::WakeSignal;
+use super::wake::{CallWaker, LoopWakeups};
 
 pub(crate) struct PolledCall {
     kind: Kind,
-    wake: Arc<WakeSignal>,
+    wake: Arc<CallWaker>,
     waker: Waker,
 }
 
@@ -40,36 +40,70 @@ enum Kind {
     },
 }
 
-impl Drop for PolledCall {
-    fn drop(&mut self) {
-        WakeSignal::give_back(self.wake.clone());
-    }
-}
-
 /// Every call Python has started and not ended, by id.
 static CALLS: Table<PolledCall> = Table::new();
 
-/// Starts an acquire polled by the caller's loop; returns its id.
+/// Every event loop's wake-ups, by id, until Python frees them.
+static LOOPS: Table<LoopWakeups> = Table::new();
+
+/// Makes the wake-ups of one event loop; returns their id.
+pub(crate) fn new_loop() -> Result<u64, NativeError> {
+    let wakeups = LoopWakeups::new()?;
+    Ok(LOOPS.insert_with(|_| wakeups))
+}
+
+fn loop_by_id(id: u64) -> Result<Arc<LoopWakeups>, NativeError> {
+    LOOPS
+        .get(id)
+        .ok_or_else(|| NativeError::invalid(format!("no event loop wake-ups with id {id}")))
+}
+
+/// The descriptor the loop watches.
+pub(crate) fn loop_fd(id: u64) -> Result<i32, NativeError> {
+    Ok(loop_by_id(id)?.fd())
+}
+
+/// Takes the calls of the loop woken since it last looked (see [`LoopWakeups::take`]).
+pub(crate) fn take_woken(id: u64, out: &mut [u64]) -> Result<usize, NativeError> {
+    Ok(loop_by_id(id)?.take(out))
+}
+
+/// Frees a loop's wake-ups (its descriptor closes once no call of it is running).
+pub(crate) fn free_loop(id: u64) {
+    LOOPS.remove(id);
+}
+
+/// Starts an acquire polled by the caller's loop (`wakeups`: its loop's id, 0 for a loop that
+/// cannot watch a descriptor); returns the call's id.
 pub(crate) fn start_acquire(
     call: blocking::Polled<Hold>,
     holds: Arc<HoldBook>,
+    wakeups: u64,
 ) -> Result<u64, NativeError> {
-    start(Kind::Acquire { call, holds })
+    start(Kind::Acquire { call, holds }, wakeups)
 }
 
-/// Starts a release polled by the caller's loop; returns its id.
+/// Starts a release polled by the caller's loop (see [`start_acquire`]); returns its id.
 pub(crate) fn start_release(
     call: blocking::Polled<u32>,
     holds: Arc<HoldBook>,
     token: String,
+    wakeups: u64,
 ) -> Result<u64, NativeError> {
-    start(Kind::Release { call, holds, token })
+    start(Kind::Release { call, holds, token }, wakeups)
 }
 
-fn start(kind: Kind) -> Result<u64, NativeError> {
-    let wake = WakeSignal::take()?;
-    let waker = Waker::from(wake.clone());
-    Ok(CALLS.insert(PolledCall { kind, wake, waker }))
+fn start(kind: Kind, wakeups: u64) -> Result<u64, NativeError> {
+    let wakeups = if wakeups == 0 {
+        None
+    } else {
+        Some(loop_by_id(wakeups)?)
+    };
+    Ok(CALLS.insert_with(|id| {
+        let wake = Arc::new(CallWaker::new(id, wakeups));
+        let waker = Waker::from(wake.clone());
+        PolledCall { kind, wake, waker }
+    }))
 }
 
 fn by_id(id: u64) -> Result<Arc<PolledCall>, NativeError> {
@@ -78,12 +112,12 @@ fn by_id(id: u64) -> Result<Arc<PolledCall>, NativeError> {
         .ok_or_else(|| NativeError::invalid(format!("no running call with id {id}")))
 }
 
-/// Polls the call once, after taking its pending wake-ups: `None` while it runs (its descriptor
-/// becomes readable when it is worth polling again), else its outcome, once: 1 for an acquire
-/// (the hold is the caller's), the holds left for a release.
+/// Polls the call once: `None` while it runs (its loop is told when it is worth polling
+/// again), else its outcome, once: 1 for an acquire (the hold is the caller's), the holds left
+/// for a release.
 pub(crate) fn drive(id: u64) -> Result<Option<u32>, NativeError> {
     let polled = by_id(id)?;
-    polled.wake.drain();
+    polled.wake.clear();
     match &polled.kind {
         Kind::Acquire { call, holds } => match call.poll(&polled.waker) {
             Poll::Pending => Ok(None),
@@ -102,11 +136,6 @@ pub(crate) fn drive(id: u64) -> Result<Option<u32>, NativeError> {
     }
 }
 
-/// The descriptor the loop watches for the call's wake-ups.
-pub(crate) fn wake_fd(id: u64) -> Result<i32, NativeError> {
-    Ok(by_id(id)?.wake.fd())
-}
-
 /// Blocks up to `timeout` for a wake-up (for loops that cannot watch a descriptor).
 pub(crate) fn sleep(id: u64, timeout: Duration) -> Result<bool, NativeError> {
     Ok(by_id(id)?.wake.sleep(timeout))
@@ -118,7 +147,7 @@ pub(crate) fn end(id: u64) {
     let Some(polled) = CALLS.remove(id) else {
         return;
     };
-    polled.waker.wake_by_ref();
+    polled.wake.end();
     match &polled.kind {
         Kind::Acquire { call, .. } => call.abandon(),
         Kind::Release { call, .. } => call.abandon(),

@@ -60,10 +60,11 @@ impl<T> Table<T> {
         }
     }
 
-    /// Keeps `object` under a fresh id.
-    pub(crate) fn insert(&self, object: T) -> u64 {
+    /// Makes an object with a fresh id and keeps it under that id.
+    pub(crate) fn insert_with(&self, make: impl FnOnce(u64) -> T) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.live().insert(id, Arc::new(object));
+        let object = Arc::new(make(id));
+        self.live().insert(id, object);
         id
     }
 
@@ -113,8 +114,8 @@ mod tests {
     #[test]
     fn a_table_keeps_an_object_until_it_is_removed() {
         static TABLE: Table<&str> = Table::new();
-        let first = TABLE.insert("first");
-        let second = TABLE.insert("second");
+        let first = TABLE.insert_with(|_| "first");
+        let second = TABLE.insert_with(|_| "second");
         assert_ne!(first, second);
         assert_eq!(*TABLE.get(first).unwrap(), "first");
         assert_eq!(*TABLE.remove(first).unwrap(), "first");

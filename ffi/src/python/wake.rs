@@ -1,88 +1,85 @@
-//! The waker of a call that an asyncio loop polls on its own thread (see `polled`): a socket
-//! pair whose read end the loop watches (`loop.add_reader`), and a condition variable for
-//! loops that cannot watch a descriptor (they wait in an executor thread instead).
+//! The wake-ups of calls that an asyncio loop polls on its own thread (see `polled`).
 //!
-//! Why a socket: waking the loop this way takes no GIL and no thread of ours. The runtime
-//! worker that sees the reply (or the timer, or the notification) writes one byte, and the
-//! loop's own thread wakes. Every wake-up writes a byte (skipping one when a byte is already
-//! unread could lose the next wake-up to a drain racing it); the loop drains them all before
-//! each poll, so a wake-up during the poll leaves one to be seen.
+//! [`LoopWakeups`]: one per event loop, whatever the number of its calls. A socket pair whose
+//! read end the loop watches (`loop.add_reader`), and the ids of the calls woken since the
+//! loop last looked. Waking a call takes no GIL and no thread of ours: the runtime worker that
+//! sees the reply (or the timer, or the notification) queues the call's id and, when the queue
+//! was empty, writes one byte; the loop's own thread wakes, drains the bytes, then takes the
+//! ids (in that order, so an id queued meanwhile comes with a byte of its own).
 //!
-//! Signals are reused ([`WakeSignal::take`], [`WakeSignal::give_back`]): making a socket pair
-//! and closing it costs five system calls, ~20 µs on the bench machine, per call. A waker of an
-//! ended call that is still registered somewhere may wake the next call that uses the signal;
-//! that call then polls once for nothing, which is harmless.
+//! [`CallWaker`]: one call's `Waker`. It queues the call on its loop's wake-ups (if any) and
+//! also rings a condition variable, for loops that cannot watch a descriptor (they wait in an
+//! executor thread instead). Once the call ended, it wakes nothing.
+//!
+//! Why one descriptor per loop, not per call: a process often runs under a limit of 1 024
+//! descriptors, and an async server may have thousands of tasks waiting for locks.
 
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::Wake;
 use std::time::Duration;
 
 use super::error::NativeError;
 
-pub(crate) struct WakeSignal {
+pub(crate) struct LoopWakeups {
     read: UnixStream,
     write: UnixStream,
-    /// Set by a wake-up, cleared by a drain: for [`WakeSignal::sleep`].
-    rung: Mutex<bool>,
-    bell: Condvar,
+    /// Calls woken since the loop last took them, in order.
+    woken: Mutex<Vec<u64>>,
 }
 
-/// Signals of ended calls, ready for the next ones.
-static SPARE: Mutex<Vec<Arc<WakeSignal>>> = Mutex::new(Vec::new());
-
-/// Spare signals kept at most (two descriptors each, held for good: a process often runs
-/// under a limit of 1 024 descriptors). A loop making one call at a time needs one.
-const MAX_SPARE: usize = 16;
-
-impl WakeSignal {
-    /// A spare signal, or a new one.
-    pub(crate) fn take() -> Result<Arc<Self>, NativeError> {
-        let spare = SPARE.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        spare.map_or_else(WakeSignal::new, Ok)
-    }
-
-    /// Keeps `signal` for a later call (drained), unless enough are kept already.
-    pub(crate) fn give_back(signal: Arc<Self>) {
-        signal.drain();
-        let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
-        if spare.len() < MAX_SPARE {
-            spare.push(signal);
-        }
-    }
-
-    pub(crate) fn new() -> Result<Arc<Self>, NativeError> {
-        let made = UnixStream::pair().and_then(|(read, write)| {
-            // Neither end may ever block: a wake-up into a full buffer is not needed (the read
-            // end is readable already), and a drain stops when nothing is left.
-            read.set_nonblocking(true)?;
-            write.set_nonblocking(true)?;
-            Ok(WakeSignal {
-                read,
-                write,
-                rung: Mutex::new(false),
-                bell: Condvar::new(),
+impl LoopWakeups {
+    pub(crate) fn new() -> Result<Self, NativeError> {
+        let (read, write) = UnixStream::pair()
+            .and_then(|(read, write)| {
+                // Neither end may ever block: a byte into a full buffer is not needed (the read
+                // end is readable already), and a drain stops when nothing is left.
+                read.set_nonblocking(true)?;
+                write.set_nonblocking(true)?;
+                Ok((read, write))
             })
-        });
-        made.map(Arc::new).map_err(|e| {
-            // Most likely the process's descriptor limit: every running async call holds a
-            // socket pair.
-            NativeError::internal(format!(
-                "cannot make the socket pair of an asyncio call's wake-ups: {e}"
-            ))
+            .map_err(|e| {
+                NativeError::internal(format!("cannot make an event loop's wake-up socket: {e}"))
+            })?;
+        Ok(LoopWakeups {
+            read,
+            write,
+            woken: Mutex::default(),
         })
     }
 
-    /// The descriptor to watch: readable while a wake-up is pending; valid while this lives.
+    /// The descriptor the loop watches: readable while woken calls wait to be taken.
     pub(crate) fn fd(&self) -> i32 {
         self.read.as_raw_fd()
     }
 
-    /// Takes every pending wake-up (before a poll, so one arriving during it stays pending).
-    pub(crate) fn drain(&self) {
-        *self.rung() = false;
+    /// Queues `call` as woken (a call woken twice before the loop looks is queued twice; the
+    /// loop takes that as one wake-up).
+    fn wake(&self, call: u64) {
+        let mut woken = self.woken();
+        let first = woken.is_empty();
+        woken.push(call);
+        drop(woken);
+        if first {
+            let _ = (&self.write).write(&[1]);
+        }
+    }
+
+    /// Takes up to `out.len()` woken calls into `out` (after draining the descriptor); returns
+    /// how many. The loop asks again while it gets a full `out`.
+    pub(crate) fn take(&self, out: &mut [u64]) -> usize {
+        self.drain();
+        let mut woken = self.woken();
+        let n = woken.len().min(out.len());
+        out[..n].copy_from_slice(&woken[..n]);
+        woken.drain(..n);
+        n
+    }
+
+    fn drain(&self) {
         let mut bytes = [0_u8; 64];
         loop {
             match (&self.read).read(&mut bytes) {
@@ -96,7 +93,38 @@ impl WakeSignal {
         }
     }
 
-    /// Blocks up to `timeout` for a wake-up since the last drain; true when there was one.
+    fn woken(&self) -> MutexGuard<'_, Vec<u64>> {
+        self.woken.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One call's `Waker` (see the module docs).
+pub(crate) struct CallWaker {
+    call: u64,
+    wakeups: Option<Arc<LoopWakeups>>,
+    /// Set by a wake-up, cleared before each poll: for [`CallWaker::sleep`].
+    rung: Mutex<bool>,
+    bell: Condvar,
+    ended: AtomicBool,
+}
+
+impl CallWaker {
+    pub(crate) fn new(call: u64, wakeups: Option<Arc<LoopWakeups>>) -> Self {
+        CallWaker {
+            call,
+            wakeups,
+            rung: Mutex::new(false),
+            bell: Condvar::new(),
+            ended: AtomicBool::new(false),
+        }
+    }
+
+    /// Forgets the wake-ups so far (before a poll, so one arriving during it is kept).
+    pub(crate) fn clear(&self) {
+        *self.rung() = false;
+    }
+
+    /// Blocks up to `timeout` for a wake-up since the last poll; true when there was one.
     pub(crate) fn sleep(&self, timeout: Duration) -> bool {
         let rung = self.rung();
         let (rung, _) = self
@@ -106,20 +134,32 @@ impl WakeSignal {
         *rung
     }
 
-    fn rung(&self) -> std::sync::MutexGuard<'_, bool> {
+    /// The call ended: later wake-ups are dropped, and a sleeper returns now.
+    pub(crate) fn end(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+        *self.rung() = true;
+        self.bell.notify_all();
+    }
+
+    fn rung(&self) -> MutexGuard<'_, bool> {
         self.rung.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-impl Wake for WakeSignal {
+impl Wake for CallWaker {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
+        if self.ended.load(Ordering::SeqCst) {
+            return;
+        }
         *self.rung() = true;
         self.bell.notify_all();
-        let _ = (&self.write).write(&[1]);
+        if let Some(wakeups) = &self.wakeups {
+            wakeups.wake(self.call);
+        }
     }
 }
 
@@ -128,68 +168,87 @@ mod tests {
     use super::*;
     use std::task::Waker;
 
-    /// How many wake-up bytes are unread (taking them, as a drain would).
-    fn unread(signal: &WakeSignal) -> usize {
+    /// How many wake-up bytes are unread (taking them).
+    fn unread(wakeups: &LoopWakeups) -> usize {
         let mut bytes = [0_u8; 64];
-        match (&signal.read).read(&mut bytes) {
+        match (&wakeups.read).read(&mut bytes) {
             Ok(n) => n,
             Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
             Err(e) => panic!("{e}"),
         }
     }
 
+    fn waker(call: u64, wakeups: &Arc<LoopWakeups>) -> (Arc<CallWaker>, Waker) {
+        let state = Arc::new(CallWaker::new(call, Some(wakeups.clone())));
+        (state.clone(), Waker::from(state))
+    }
+
     #[test]
-    fn every_wake_up_is_pending_until_drained() {
-        let signal = WakeSignal::new().unwrap();
-        let waker = Waker::from(signal.clone());
-        assert!(!signal.sleep(Duration::ZERO));
+    fn woken_calls_are_taken_in_order_with_one_byte_per_batch() {
+        let wakeups = Arc::new(LoopWakeups::new().unwrap());
+        let (_, seven) = waker(7, &wakeups);
+        let (_, nine) = waker(9, &wakeups);
+        let mut out = [0_u64; 4];
+        assert_eq!(wakeups.take(&mut out), 0);
+        seven.wake_by_ref();
+        nine.wake_by_ref();
+        seven.wake_by_ref();
+        assert_eq!(unread(&wakeups), 1);
+        assert_eq!(wakeups.take(&mut out), 3);
+        assert_eq!(out[..3], [7, 9, 7]);
+        assert_eq!(wakeups.take(&mut out), 0);
+        // Queued again after being taken, with a byte of its own.
+        nine.wake_by_ref();
+        assert_eq!(unread(&wakeups), 1);
+        assert_eq!(wakeups.take(&mut out), 1);
+        assert_eq!(out[0], 9);
+    }
+
+    #[test]
+    fn more_woken_calls_than_one_take_holds_are_taken_by_the_next() {
+        let wakeups = Arc::new(LoopWakeups::new().unwrap());
+        let wakers: Vec<_> = (1..=5).map(|call| waker(call, &wakeups).1).collect();
+        wakers.iter().for_each(Waker::wake_by_ref);
+        let mut out = [0_u64; 2];
+        assert_eq!(wakeups.take(&mut out), 2);
+        assert_eq!(wakeups.take(&mut out), 2);
+        assert_eq!(wakeups.take(&mut out), 1);
+        assert_eq!(out[0], 5);
+        assert_eq!(wakeups.take(&mut out), 0);
+    }
+
+    #[test]
+    fn an_ended_call_wakes_nothing_and_its_sleeper_returns() {
+        let wakeups = Arc::new(LoopWakeups::new().unwrap());
+        let (state, waker) = waker(3, &wakeups);
+        assert!(!state.sleep(Duration::ZERO));
         waker.wake_by_ref();
-        waker.wake_by_ref();
-        assert!(signal.sleep(Duration::ZERO));
-        signal.drain();
-        assert_eq!(unread(&signal), 0);
-        assert!(!signal.sleep(Duration::from_millis(10)));
-        // One wake-up after a drain is pending again, as a byte and for a sleeper.
-        waker.wake_by_ref();
-        assert!(signal.sleep(Duration::ZERO));
-        assert_eq!(unread(&signal), 1);
-        waker.wake_by_ref();
-        waker.wake_by_ref();
-        assert_eq!(unread(&signal), 2);
-        // More than one read's worth is drained too.
-        for _ in 0..200 {
-            waker.wake_by_ref();
-        }
-        signal.drain();
-        assert_eq!(unread(&signal), 0);
+        assert!(state.sleep(Duration::ZERO));
+        state.clear();
+        assert!(!state.sleep(Duration::from_millis(10)));
+        let mut out = [0_u64; 4];
+        assert_eq!(wakeups.take(&mut out), 1);
+        let sleeper = {
+            let state = state.clone();
+            std::thread::spawn(move || state.sleep(Duration::from_secs(10)))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        state.end();
+        assert!(sleeper.join().unwrap());
         waker.wake();
-        assert_eq!(unread(&signal), 1);
+        assert_eq!(wakeups.take(&mut out), 0);
+        assert_eq!(unread(&wakeups), 0);
     }
 
     #[test]
-    fn a_signal_given_back_is_drained_and_reused() {
-        let signal = WakeSignal::take().unwrap();
-        Waker::from(signal.clone()).wake();
-        let fd = signal.fd();
-        WakeSignal::give_back(signal);
-        // Other tests may take spares meanwhile: look for this one among a few.
-        let taken: Vec<_> = (0..MAX_SPARE)
-            .map(|_| WakeSignal::take().unwrap())
-            .collect();
-        let reused = taken.iter().find(|s| s.fd() == fd).expect("not reused");
-        assert_eq!(unread(reused), 0);
-        assert!(!reused.sleep(Duration::ZERO));
-    }
-
-    #[test]
-    fn a_sleeper_is_woken_from_another_thread() {
-        let signal = WakeSignal::new().unwrap();
-        let waker = Waker::from(signal.clone());
+    fn a_call_without_a_loop_still_rings_its_sleeper() {
+        let state = Arc::new(CallWaker::new(1, None));
+        let waker = Waker::from(state.clone());
         let ringer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
             waker.wake();
         });
-        assert!(signal.sleep(Duration::from_secs(10)));
+        assert!(state.sleep(Duration::from_secs(10)));
         ringer.join().unwrap();
     }
 }

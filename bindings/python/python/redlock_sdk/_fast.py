@@ -8,8 +8,9 @@ released. They fail by returning -1; the error is kept for this thread and raise
 ``raise_error`` as the usual ``NativeError`` exception.
 
 asyncio's calls are started (``start_acquire``/``start_release``, giving a call id), polled on
-the loop's thread (``drive``) whenever their descriptor (``wake_fd``) is readable, and ended
-(``end``) whatever happens (see ``ffi/src/python/polled.rs``).
+the loop's thread (``drive``) whenever the loop's wake-ups (``new_loop``: one descriptor per loop,
+``loop_fd``) name them (``take_woken``), and ended (``end``) whatever happens (see
+``ffi/src/python/polled.rs``).
 """
 
 from __future__ import annotations
@@ -48,14 +49,40 @@ release.argtypes = (ctypes.c_uint64, ctypes.c_uint64)
 release.restype = ctypes.c_int64
 
 
-# (lock id, owner id, wait s, lease s) -> call id (>= 1), -1 failed
+# () -> the id (>= 1) of one event loop's wake-ups, -1 failed
+new_loop = _lib.redlock_python_new_loop
+new_loop.argtypes = ()
+new_loop.restype = ctypes.c_int64
+
+# (wake-ups id) -> the descriptor the loop watches, -1 failed
+loop_fd = _lib.redlock_python_loop_fd
+loop_fd.argtypes = (ctypes.c_uint64,)
+loop_fd.restype = ctypes.c_int32
+
+# (wake-ups id, out: u64[capacity], capacity) -> how many woken call ids were written, -1 failed
+take_woken = _lib.redlock_python_take_woken
+take_woken.argtypes = (ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t)
+take_woken.restype = ctypes.c_int64
+
+# (wake-ups id): frees them
+free_loop = _lib.redlock_python_free_loop
+free_loop.argtypes = (ctypes.c_uint64,)
+free_loop.restype = None
+
+# (lock id, owner id, wait s, lease s, wake-ups id or 0) -> call id (>= 1), -1 failed
 start_acquire = _lib.redlock_python_start_acquire
-start_acquire.argtypes = (ctypes.c_uint64, ctypes.c_uint64, ctypes.c_double, ctypes.c_double)
+start_acquire.argtypes = (
+    ctypes.c_uint64,
+    ctypes.c_uint64,
+    ctypes.c_double,
+    ctypes.c_double,
+    ctypes.c_uint64,
+)
 start_acquire.restype = ctypes.c_int64
 
-# (lock id, owner id) -> call id (>= 1), -1 failed
+# (lock id, owner id, wake-ups id or 0) -> call id (>= 1), -1 failed
 start_release = _lib.redlock_python_start_release
-start_release.argtypes = (ctypes.c_uint64, ctypes.c_uint64)
+start_release.argtypes = (ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64)
 start_release.restype = ctypes.c_int64
 
 # What ``drive`` returns while the call still runs.
@@ -65,11 +92,6 @@ RUNNING = -2
 drive = _lib.redlock_python_drive
 drive.argtypes = (ctypes.c_uint64,)
 drive.restype = ctypes.c_int64
-
-# (call id) -> the descriptor that is readable while a wake-up is pending, -1 failed
-wake_fd = _lib.redlock_python_wake_fd
-wake_fd.argtypes = (ctypes.c_uint64,)
-wake_fd.restype = ctypes.c_int32
 
 # (call id, timeout s) -> 1 woken, 0 not, -1 failed (for loops without add_reader)
 sleep = _lib.redlock_python_sleep

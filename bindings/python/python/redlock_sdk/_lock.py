@@ -6,13 +6,12 @@ timeouts, waits in short slices so that Ctrl-C ends a blocked acquire, and maps 
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import Awaitable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import _args, _fast, _owners
+from . import _args, _fast, _owners, _wakeups
 from ._errors import NATIVE_ERRORS, LockTimeoutError, translate
 from ._native import NativeError, NativeLock
 
@@ -229,8 +228,10 @@ class Lock:
     async def _acquire_async(self, owner: _owners.Owner, wait: float, lease: float) -> bool:
         call = 0
         try:
-            call = _fast.start_acquire(self._id, owner.id, wait, lease)
-            if call < 0 or await _driven(call) < 0:
+            wakeups = _wakeups.loop_wakeups()
+            woken_by = wakeups.id if wakeups is not None else 0
+            call = _fast.start_acquire(self._id, owner.id, wait, lease, woken_by)
+            if call < 0 or await _wakeups.driven(call, wakeups) < 0:
                 _fast.raise_error()
             return True
         except NativeError.Timeout:
@@ -250,8 +251,10 @@ class Lock:
     async def _release_async(self, owner: _owners.Owner) -> int:
         call = 0
         try:
-            call = _fast.start_release(self._id, owner.id)
-            left = -1 if call < 0 else await _driven(call)
+            wakeups = _wakeups.loop_wakeups()
+            woken_by = wakeups.id if wakeups is not None else 0
+            call = _fast.start_release(self._id, owner.id, woken_by)
+            left = -1 if call < 0 else await _wakeups.driven(call, wakeups)
             if left < 0:
                 _fast.raise_error()
             return left
@@ -296,56 +299,6 @@ class Lock:
         tb: TracebackType | None,
     ) -> None:
         await self.release_async()
-
-
-async def _driven(call: int) -> int:
-    """Polls a native call started by ``_fast.start_*`` on this loop's thread until it ends,
-    sleeping on its wake-up descriptor in between (see ffi/src/python/polled.rs); returns the
-    last ``_fast.drive`` answer (-1: failed, the error is stashed for this thread)."""
-    outcome = _fast.drive(call)
-    if outcome != _fast.RUNNING:
-        return outcome
-    loop = asyncio.get_running_loop()
-    fd = _fast.wake_fd(call)
-    if fd < 0:
-        return -1
-    woken = _Woken()
-    try:
-        loop.add_reader(fd, woken.set)
-    except NotImplementedError:
-        return await _driven_from_a_thread(loop, call)
-    try:
-        while outcome == _fast.RUNNING:
-            woken.future = loop.create_future()
-            await woken.future
-            outcome = _fast.drive(call)
-        return outcome
-    finally:
-        loop.remove_reader(fd)
-
-
-class _Woken:
-    """The future a polled call's descriptor completes when it becomes readable. The reader
-    stays registered between polls (it is level-triggered: a wake-up during a poll is seen)."""
-
-    __slots__ = ("future",)
-
-    def __init__(self) -> None:
-        self.future: asyncio.Future[None] | None = None
-
-    def set(self) -> None:
-        if self.future is not None and not self.future.done():
-            self.future.set_result(None)
-
-
-async def _driven_from_a_thread(loop: asyncio.AbstractEventLoop, call: int) -> int:
-    """``_driven`` for loops that cannot watch a descriptor: an executor thread waits for each
-    wake-up (ending the call wakes it too), and the loop's thread polls."""
-    outcome = _fast.RUNNING
-    while outcome == _fast.RUNNING:
-        await loop.run_in_executor(None, _fast.sleep, call, 1.0)
-        outcome = _fast.drive(call)
-    return outcome
 
 
 async def _translated(call: Awaitable[T]) -> T:
