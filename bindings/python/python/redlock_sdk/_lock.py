@@ -226,22 +226,15 @@ class Lock:
         return self._acquire_async(owner, wait, lease_s)
 
     async def _acquire_async(self, owner: _owners.Owner, wait: float, lease: float) -> bool:
-        call = 0
         try:
-            wakeups = _wakeups.loop_wakeups()
-            woken_by = wakeups.id if wakeups is not None else 0
-            call = _fast.start_acquire(self._id, owner.id, wait, lease, woken_by)
-            if call < 0 or await _wakeups.driven(call, wakeups) < 0:
-                _fast.raise_error()
+            await _wakeups.run(
+                lambda woken_by: _fast.start_acquire(self._id, owner.id, wait, lease, woken_by)
+            )
             return True
         except NativeError.Timeout:
             return False
         except NATIVE_ERRORS as e:
             raise translate(e) from None
-        finally:
-            # Unfinished (the task was cancelled): the acquire is cancelled, nothing is left.
-            if call > 0:
-                _fast.end(call)
 
     def release_async(self) -> Coroutine[Any, Any, int]:
         """``release`` for asyncio (the owner is the calling task). A release that was started
@@ -249,21 +242,12 @@ class Lock:
         return self._release_async(self._caller())
 
     async def _release_async(self, owner: _owners.Owner) -> int:
-        call = 0
         try:
-            wakeups = _wakeups.loop_wakeups()
-            woken_by = wakeups.id if wakeups is not None else 0
-            call = _fast.start_release(self._id, owner.id, woken_by)
-            left = -1 if call < 0 else await _wakeups.driven(call, wakeups)
-            if left < 0:
-                _fast.raise_error()
-            return left
+            return await _wakeups.run(
+                lambda woken_by: _fast.start_release(self._id, owner.id, woken_by)
+            )
         except NATIVE_ERRORS as e:
             raise translate(e) from None
-        finally:
-            # Unfinished (the task was cancelled): the release completes in the background.
-            if call > 0:
-                _fast.end(call)
 
     def extend_async(self, lease: float) -> Coroutine[Any, Any, None]:
         """``extend`` for asyncio (the owner is the calling task)."""

@@ -1,6 +1,7 @@
 """asyncio's native calls, polled on the loop's own thread (see ffi/src/python/polled.rs).
 
-A call is started by ``_fast.start_acquire``/``start_release`` and polled by ``_fast.drive``;
+A call is started by ``_fast.start_acquire``/``start_release`` and polled by ``_fast.drive``
+(``run``);
 between polls its task sleeps until the runtime says the call is worth polling again. Those
 wake-ups reach a loop through one descriptor per loop, whatever the number of its calls
 (``_LoopWakeups``): a process may have thousands of tasks waiting for locks, and a few hundred
@@ -13,6 +14,7 @@ import asyncio
 import ctypes
 import threading
 import weakref
+from collections.abc import Callable
 
 from . import _fast
 
@@ -100,7 +102,25 @@ def loop_wakeups() -> _LoopWakeups | None:
         return wakeups
 
 
-async def driven(call: int, wakeups: _LoopWakeups | None) -> int:
+async def run(start: Callable[[int], int]) -> int:
+    """Starts a native call with ``start(the loop's wake-ups id, or 0)`` and polls it on this
+    loop's thread until it ends; returns its outcome, or raises its error (a ``NativeError``).
+    Left unfinished (the task was cancelled), the call is ended: an acquire is cancelled and
+    leaves nothing, a release completes in the background."""
+    wakeups = loop_wakeups()
+    call = start(wakeups.id if wakeups is not None else 0)
+    if call < 0:
+        _fast.raise_error()
+    try:
+        outcome = await _driven(call, wakeups)
+        if outcome < 0:
+            _fast.raise_error()
+        return outcome
+    finally:
+        _fast.end(call)
+
+
+async def _driven(call: int, wakeups: _LoopWakeups | None) -> int:
     """Polls a native call on this loop's thread until it ends, sleeping between polls until it
     is woken; returns the last ``_fast.drive`` answer (-1: failed, the error is stashed for this
     thread)."""
@@ -121,7 +141,7 @@ async def driven(call: int, wakeups: _LoopWakeups | None) -> int:
 
 
 async def _driven_from_a_thread(call: int) -> int:
-    """``driven`` for loops that cannot watch a descriptor: an executor thread waits for each
+    """``_driven`` for loops that cannot watch a descriptor: an executor thread waits for each
     wake-up (ending the call wakes it too), and the loop's thread polls."""
     loop = asyncio.get_running_loop()
     outcome = _fast.RUNNING
