@@ -85,8 +85,8 @@ async fn a_granted_waiter_is_in_without_another_round_trip() {
             )
             .await
     });
-    // Its first attempt, and the one it makes once subscribed (a grant published before it
-    // listened would be missed), both found the lock taken.
+    // Its first attempt, and the one it makes once subscribed (a release before it listened
+    // would have granted it nothing), both found the lock taken.
     while stats.stats().failed_attempts < 2 {
         tokio::time::sleep(ms(2)).await;
     }

@@ -40,15 +40,17 @@ end
 local wait_ms, waiter = ARGV[4], ARGV[5]
 
 -- Announce a waiting writer: its place in the queue is kept from its first announcement on,
--- while its expiry, lease and metadata (for a grant) are renewed. ttl and lease: ms, as the
+-- while its expiry, lease and metadata (for a grant) are renewed. The first announcement is
+-- marked 'n' (see grant_next: its client may not listen yet). ttl and lease: ms, as the
 -- caller's strings; existed: whether W exists.
 local function announce_writer(member, ttl, lease, existed)
   -- W and WI live as long as their latest announcement, never shorter: a TTL is compared first
   -- unless the key is new. (Not PEXPIRE's GT option: Redis 7 only.) They are made, emptied and
   -- given a TTL together, so W's TTL is also WI's. (Whether W exists, live or stale, is all
   -- that matters here: no need to look at its head.)
-  redis.call('ZADD', W, 'NX', string.format('%d', now_us()), member)
-  redis.call('HSET', WI, member, string.format('%d:%s:%s', now() + ttl, lease, meta))
+  local first = redis.call('ZADD', W, 'NX', string.format('%d', now_us()), member) == 1
+  redis.call('HSET', WI, member,
+    string.format('%s%d:%s:%s', first and 'n' or '', now() + ttl, lease, meta))
   if not existed or redis.call('PTTL', W) < tonumber(ttl) then
     redis.call('PEXPIRE', W, ttl)
     redis.call('PEXPIRE', WI, ttl)
@@ -109,6 +111,18 @@ local function conflict()
   return retry_after()
 end
 
+-- A free lock found while writers wait ahead of this caller (nobody listened when it was
+-- freed, or a lease ran out) goes to the first of them that listens, as a release would hand
+-- it on: maybe to this caller, which then holds it; anyone else waits.
+local function hand_over()
+  local _, member = grant_next(H .. ':ch') -- the lock's channel (see keys.rs)
+  if member == waiter then
+    redis.call('HDEL', H, 'wg')
+    return redis.call('HGET', H, 'wf') .. ':1'
+  end
+  return conflict()
+end
+
 if mode == 'w' then
   if writer then
     if writer ~= tok then return conflict() end
@@ -137,8 +151,8 @@ if mode == 'w' then
   if readers then return conflict() end
   if waiters > 0 then
     if readers_turn() and waiting_readers() > 0 then return conflict() end
-    -- Writers announced as waiting go first: a newcomer queues behind them instead of barging.
-    if writers_wait() and not redis.call('ZSCORE', W, waiter) then return conflict() end
+    -- Writers announced as waiting go first, in arrival order: only the first takes a free lock.
+    if writers_wait() and first_waiting ~= waiter then return hand_over() end
     forget_writer(waiter)
   end
   -- Taken past the fast path: others may be waiting, so H is flagged (see prelude.lua).
@@ -164,6 +178,7 @@ if my_read then
   return redis.call('HGET', H, 'rf:' .. tok) .. ':' .. count
 end
 if not writer and writers_wait() and not readers_turn() then
+  if not readers then return hand_over() end
   return conflict()
 end
 local drawn = redis.call('INCR', FENCE)

@@ -4,7 +4,9 @@
 //! - one script call per attempt; a free lock costs exactly one round trip;
 //! - waiting writers queue in Redis in arrival order, and a release hands the lock straight to
 //!   the first of them (a grant, published on the lock's channel): the grantee is in as soon
-//!   as the message arrives, without another round trip;
+//!   as the message arrives, without another round trip. A waiter whose client does not
+//!   listen yet (it subscribes after its first attempt) keeps its place, and an attempt that
+//!   finds the lock free while writers queue ahead of it hands the lock to the first of them;
 //! - while waiting, only one waiter per client and name (the head of a FIFO local queue) makes
 //!   attempts; waiters behind it talk to Redis only to keep their announcement alive (every two
 //!   re-check periods) and after a pub/sub reconnect;
@@ -181,7 +183,8 @@ impl Lock {
             None => {
                 let queued = self.local.gate.lock();
                 tokio::pin!(queued);
-                // A grant published before we were subscribed would be missed: look at once.
+                // A release before we listened granted nobody and may have left the lock free
+                // for the queue's head: look at once (an attempt behind the head hands it on).
                 let mut look = fresh_subscription && self.mode == Mode::Write;
                 let mut reconnects = subscription.reconnects();
                 let keep_place = Duration::from_millis(self.announcement_ms() / 2);

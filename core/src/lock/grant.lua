@@ -9,12 +9,13 @@ local function forget_writer(member)
   redis.call('HDEL', WI, member)
 end
 
--- When a writer's announcement 'expiry:lease:metadata' (WI's value) runs out, in ms.
+-- When a writer's announcement '[n]expiry:lease:metadata' (WI's value; 'n' until the writer
+-- announces itself again) runs out, in ms.
 local function announced_until(info)
-  return tonumber(string.match(info, '^(%d+):'))
+  return tonumber(string.match(info, '^n?(%d+):'))
 end
 
--- The first waiting writer whose announcement is live, and its 'expiry:lease:metadata'. Stale
+-- The first waiting writer whose announcement is live, and its WI value. Stale
 -- announcements met at the head are dropped, so a live W always has a live head.
 local function first_writer()
   while true do
@@ -27,36 +28,61 @@ local function first_writer()
 end
 
 -- Hands the free lock (H absent, or a lone writer's H being released) to the first waiting
--- writer whose client still listens, and publishes the grant, so that waiter is in without
--- another round trip. A waiter whose client hears nothing (its process crashed, or its pub/sub
--- connection is down) is dropped from the queue instead of holding the lock for a whole
--- lease; a live one re-announces at its next attempt. (Redis also counts pattern subscribers,
--- so a tool subscribed to '*' makes every waiter look alive, as before this check.) Returns
--- the new holder's client id, or false when no such writer waits (H is then as it was).
+-- writer whose client listens, and publishes the grant, so that waiter is in without another
+-- round trip. A waiter whose client hears nothing is passed over:
+-- - one announced only once ('n' ahead of its WI value) keeps its place for the next grant: it
+--   subscribes after that first attempt and may not be listening yet;
+-- - one announced again since (so it had subscribed) leaves the queue: its process crashed or
+--   its pub/sub connection is down, and it must not hold the lock for a whole lease; a live
+--   one re-announces at its next attempt.
+-- (Redis also counts pattern subscribers, so a tool subscribed to '*' makes every waiter look
+-- alive, as before this check.) Returns the new holder's client id and waiter id, or false
+-- when no such writer waits (H is then as it was).
 local function grant_next(channel)
+  local passed = {} -- score, member of each waiter that keeps its place
+  local deaf = {} -- clients found not listening: asked once per script
+  local granted, member = false, nil
   while true do
-    -- The head leaves the queue whatever happens next (ZPOPMIN: one call for ZRANGE + ZREM).
+    -- The head leaves the queue whatever happens next (ZPOPMIN: one call for ZRANGE + ZREM);
+    -- a waiter passed over is put back with its score at the end.
     local head = redis.call('ZPOPMIN', W)
-    if #head == 0 then return false end
-    local member = head[1]
+    if #head == 0 then break end
+    member = head[1]
     local info = redis.call('HGET', WI, member)
-    redis.call('HDEL', WI, member)
-    if info and announced_until(info) > now() then
+    local client = string.match(member, '^[^:-]*')
+    local live = info and announced_until(info) > now()
+    if live and not deaf[client] then
       local drawn = redis.call('INCR', FENCE)
       -- Fences are spent (see prelude.lua): no grant; the waiters' own attempts report it.
-      if drawn >= 2^53 then return false end
+      if drawn >= 2^53 then
+        passed[#passed + 1] = head
+        break
+      end
       local fence = string.format('%d', drawn)
-      local client = string.match(member, '^[^:-]*')
       -- Subscribers see the message only after this script, when H below is written.
-      local heard = redis.call('PUBLISH', channel .. ':' .. client, 'g:' .. fence .. ':' .. member)
-      if heard > 0 then
-        local _, lease, meta = string.match(info, '^(%d+):(%d+):(.*)$')
+      if redis.call('PUBLISH', channel .. ':' .. client, 'g:' .. fence .. ':' .. member) > 0 then
+        redis.call('HDEL', WI, member)
+        local _, lease, meta = string.match(info, '^n?(%d+):(%d+):(.*)$')
         local tok = string.match(member, '^[^:]*:(.*)$')
         redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'wg', member,
           'q', '1')
         redis.call('PEXPIRE', H, lease)
-        return client
+        granted = client
+        break
       end
+      deaf[client] = true
+    end
+    if live and string.sub(info, 1, 1) == 'n' then
+      passed[#passed + 1] = head -- not listening yet
+    else
+      redis.call('HDEL', WI, member) -- run out, or its client is gone
     end
   end
+  if #passed > 0 then
+    for _, entry in ipairs(passed) do redis.call('ZADD', W, entry[2], entry[1]) end
+    -- W was made anew if the loop emptied it; WI, still holding these, has the TTL of both.
+    local ttl = redis.call('PTTL', WI)
+    if ttl > 0 then redis.call('PEXPIRE', W, ttl) end
+  end
+  return granted, granted and member
 end

@@ -45,10 +45,12 @@ end
 
 -- Whether writers are announced as waiting: W has a live head. first_writer() drops stale
 -- heads (once per script, when first asked): nil when none is live (W is gone).
+local first_waiting -- the first live waiting writer's id, once writers_wait() looked
 local function writers_wait()
   if waiters % 2 == 1 and not writers_looked then
     writers_looked = true
-    if not first_writer() then waiters = waiters - 1 end
+    first_waiting = first_writer()
+    if not first_waiting then waiters = waiters - 1 end
   end
   return waiters % 2 == 1
 end

@@ -272,7 +272,7 @@ async fn a_grant_given_back_while_readers_wait_gives_them_their_turn() {
 
 /// A process that crashed while announced as waiting must not be handed the lock for a
 /// whole lease: its client no longer listens, so the grant goes to the next waiter, or
-/// nobody.
+/// nobody. (Each waiter here announced itself twice: it had been waiting, so listening.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_whose_client_is_gone_is_not_granted_the_lock() {
     let server = RedisServer::start();
@@ -283,12 +283,14 @@ async fn a_waiter_whose_client_is_gone_is_not_granted_the_lock() {
     // Alone in the queue: the release leaves the lock free and the queue empty.
     hold_now(&lock, &holder).await;
     announce(&lock, "gone", "crashed-1:gone", 10_000).await;
+    announce(&lock, "gone", "crashed-1:gone", 10_000).await;
     lock.release(&holder).await.unwrap();
     assert!(!lock.is_locked().await.unwrap());
     assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
 
     // Ahead of a live waiter of this client: the live one gets it, by grant.
     hold_now(&lock, &holder).await;
+    announce(&lock, "gone", "crashed-2:gone", 10_000).await;
     announce(&lock, "gone", "crashed-2:gone", 10_000).await;
     let (next, waiting) = live_waiter(&lock, 1).await;
     lock.release(&holder).await.unwrap();
@@ -342,4 +344,116 @@ async fn writers_that_got_in_while_others_queued_hand_the_lock_down_the_queue() 
     assert!(matches!(taken, Attempt::Acquired { count: 1, .. }));
     write.release(&a).await.unwrap();
     assert_eq!(write.hold_count(&c).await.unwrap(), 1);
+}
+
+/// A waiter subscribes after its first attempt, so a release may come before its client
+/// listens. Announced only once, it keeps its place: the lock stays free for it (a newcomer
+/// queues behind), and a queued waiter that finds the lock free hands it to the first in the
+/// queue instead of taking it out of turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_not_listening_yet_keeps_its_place_in_the_queue() {
+    let fixture = Fixture::new("not-yet").await;
+    let (server, lock) = (&fixture.server, fixture.lock.clone());
+    let holder = Owner::random();
+    hold_now(&lock, &holder).await;
+    announce(&lock, "a", "late-1:a", 10_000).await;
+    announce(&lock, "b", "late-2:b", 10_000).await;
+    let (a, b) = (owner("a"), owner("b"));
+
+    // Nobody listens: no grant, the queue as it was.
+    lock.release(&holder).await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    assert_eq!(lock.inspect().await.unwrap().waiting_writers, 2);
+    let newcomer = Owner::random();
+    let refused = lock
+        .acquire(
+            &newcomer,
+            Some(Duration::ZERO),
+            Some(Duration::from_secs(10)),
+        )
+        .await;
+    assert_eq!(refused.unwrap_err(), Error::Timeout);
+
+    // Listening now, the second waiter looks first: the first is handed the lock.
+    let _late = listening(server, &lock, "late").await;
+    let mut announcement = Announcement::new(&lock, &b, "late-2:b");
+    let looked = lock
+        .attempt(&announced_attempt(&b, "late-2:b"), &mut announcement)
+        .await
+        .unwrap();
+    assert!(matches!(looked, Attempt::Busy { .. }));
+    assert_eq!(lock.hold_count(&a).await.unwrap(), 1);
+    assert_eq!(lock.hold_count(&b).await.unwrap(), 0);
+
+    // The first claims its grant; its release grants the lock to the second.
+    let mut announcement = Announcement::new(&lock, &a, "late-1:a");
+    let claimed = lock
+        .attempt(&announced_attempt(&a, "late-1:a"), &mut announcement)
+        .await
+        .unwrap();
+    assert!(matches!(claimed, Attempt::Acquired { count: 1, .. }));
+    lock.release(&a).await.unwrap();
+    assert_eq!(lock.hold_count(&b).await.unwrap(), 1);
+}
+
+/// A waiter that never listens holds nobody back for longer than its first announcement:
+/// passed over by every grant meanwhile, then dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_never_listens_is_passed_over_then_dropped() {
+    let fixture = Fixture::new("never").await;
+    let (server, lock) = (&fixture.server, fixture.lock.clone());
+    let holder = Owner::random();
+    hold_now(&lock, &holder).await;
+    announce(&lock, "mute", "mute-1:mute", 300).await;
+    announce(&lock, "x", "gone-2:x", 10_000).await;
+    announce(&lock, "y", "gone-3:y", 10_000).await;
+    let (x, y) = (owner("x"), owner("y"));
+
+    // Passed over: the grant goes to the next, and the mute waiter keeps its place.
+    lock.release(&holder).await.unwrap();
+    assert_eq!(lock.hold_count(&x).await.unwrap(), 1);
+    assert_eq!(lock.inspect().await.unwrap().waiting_writers, 2);
+    withdraw(&lock, "x", "gone-2:x").await.unwrap();
+    assert_eq!(lock.hold_count(&y).await.unwrap(), 1);
+    assert_eq!(lock.inspect().await.unwrap().waiting_writers, 1);
+    withdraw(&lock, "y", "gone-3:y").await.unwrap();
+
+    // Its announcement over, it is gone, and so is every key of the name.
+    assert!(!lock.is_locked().await.unwrap());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let newcomer = Owner::random();
+    hold_now(&lock, &newcomer).await;
+    lock.release(&newcomer).await.unwrap();
+    let keys = server.command(&["KEYS", "*"]);
+    assert!(!keys.contains("never"), "keys left behind: {keys}");
+}
+
+/// A lock freed by its lease running out, found by a writer behind the queue's head: it goes
+/// to the head (whose client listens), as a release would have handed it on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_finds_an_expired_lock_hands_it_to_the_first_in_the_queue() {
+    let fixture = Fixture::new("expired").await;
+    let lock = fixture.lock.clone();
+    let holder = Owner::random();
+    let lease = Some(Duration::from_millis(50));
+    lock.acquire(&holder, Some(Duration::ZERO), lease)
+        .await
+        .unwrap();
+    announce(&lock, "a", "gone-1:a", 10_000).await;
+    announce(&lock, "a", "gone-1:a", 10_000).await;
+    announce(&lock, "c", "gone-2:c", 10_000).await;
+    let (a, c) = (owner("a"), owner("c"));
+    while lock.is_locked().await.unwrap() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut announcement = Announcement::new(&lock, &c, "gone-2:c");
+    let found = lock
+        .attempt(&announced_attempt(&c, "gone-2:c"), &mut announcement)
+        .await
+        .unwrap();
+    assert!(matches!(found, Attempt::Busy { .. }));
+    assert_eq!(lock.hold_count(&a).await.unwrap(), 1);
+    assert_eq!(lock.hold_count(&c).await.unwrap(), 0);
+    withdraw(&lock, "a", "gone-1:a").await.unwrap();
+    assert_eq!(lock.hold_count(&c).await.unwrap(), 1);
 }
