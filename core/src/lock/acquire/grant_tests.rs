@@ -457,3 +457,29 @@ async fn a_writer_that_finds_an_expired_lock_hands_it_to_the_first_in_the_queue(
     withdraw(&lock, "a", "gone-1:a").await.unwrap();
     assert_eq!(lock.hold_count(&c).await.unwrap(), 1);
 }
+
+/// The same for a reader: it queues behind the waiting writer, which is handed the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_finds_an_expired_lock_hands_it_to_the_waiting_writer() {
+    let fixture = Fixture::new("expired-read").await;
+    let (write, read) = (fixture.lock.clone(), fixture.read_view());
+    let holder = Owner::random();
+    let lease = Some(Duration::from_millis(50));
+    write
+        .acquire(&holder, Some(Duration::ZERO), lease)
+        .await
+        .unwrap();
+    announce(&write, "w", "gone-1:w", 10_000).await;
+    while write.is_locked().await.unwrap() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r = owner("r");
+    let mut announcement = Announcement::new(&read, &r, "gone-2:r");
+    let found = read
+        .attempt(&announced_attempt(&r, "gone-2:r"), &mut announcement)
+        .await
+        .unwrap();
+    assert!(matches!(found, Attempt::Busy { .. }));
+    assert_eq!(write.hold_count(&owner("w")).await.unwrap(), 1);
+    assert_eq!(read.hold_count(&r).await.unwrap(), 0);
+}
