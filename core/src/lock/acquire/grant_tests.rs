@@ -62,15 +62,21 @@ fn announced_attempt<'a>(owner: &'a Owner, waiter: &'a str) -> AttemptArgs<'a> {
 /// An attempt of `waiter` (owner `token`) that finds the lock held and announces it, made
 /// as by a process that then never looks again.
 async fn announce(lock: &Lock, token: &str, waiter: &str, announce_ms: u64) {
-    let owner = owner(token);
-    let mut announcement = Announcement::new(lock, &owner, waiter);
+    let attempt = attempt_for(lock, &owner(token), waiter, announce_ms).await;
+    assert!(matches!(attempt, Attempt::Busy { .. }));
+}
+
+/// An attempt of `owner`'s waiter `waiter`, announced for `announce_ms`; the waiter stays
+/// announced (it is not withdrawn when this returns).
+async fn attempt_for(lock: &Lock, owner: &Owner, waiter: &str, announce_ms: u64) -> Attempt {
+    let mut announcement = Announcement::new(lock, owner, waiter);
     let args = AttemptArgs {
         announce_ms,
-        ..announced_attempt(&owner, waiter)
+        ..announced_attempt(owner, waiter)
     };
     let attempt = lock.attempt(&args, &mut announcement).await.unwrap();
-    assert!(matches!(attempt, Attempt::Busy { .. }));
     announcement.disarm();
+    attempt
 }
 
 /// The owner of `token`.
@@ -83,6 +89,26 @@ async fn hold_now(lock: &Lock, owner: &Owner) {
     lock.acquire(owner, Some(Duration::ZERO), Some(Duration::from_secs(10)))
         .await
         .unwrap();
+}
+
+/// An attempt of `owner`'s waiter `waiter`, announced for 10 s (see `attempt_for`).
+async fn attempt_as(lock: &Lock, owner: &Owner, waiter: &str) -> Attempt {
+    attempt_for(lock, owner, waiter, 10_000).await
+}
+
+/// A holder takes `lock` at once for 50 ms (let it run out with `until_free`).
+async fn hold_briefly(lock: &Lock) {
+    let lease = Some(Duration::from_millis(50));
+    lock.acquire(&Owner::random(), Some(Duration::ZERO), lease)
+        .await
+        .unwrap();
+}
+
+/// Until nobody holds `lock`.
+async fn until_free(lock: &Lock) {
+    while lock.is_locked().await.unwrap() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// A waiter of this client acquiring `lock` in a task, returned once Redis shows it queued
@@ -121,11 +147,7 @@ async fn a_grant_is_claimed_once_and_given_back_by_a_waiter_that_left() {
     assert_eq!(info.holders[0].owner_token, "x");
 
     // Its next attempt claims the grant: the same single hold, not a re-entry.
-    let mut announcement = Announcement::new(&lock, &x, "gone-1:x");
-    let claimed = lock
-        .attempt(&announced_attempt(&x, "gone-1:x"), &mut announcement)
-        .await
-        .unwrap();
+    let claimed = attempt_as(&lock, &x, "gone-1:x").await;
     assert!(matches!(claimed, Attempt::Acquired { count: 1, .. }));
     assert_eq!(lock.hold_count(&x).await.unwrap(), 1);
     // A claimed grant is a hold like any other: withdrawing the (finished) waiter keeps it.
@@ -325,22 +347,11 @@ async fn writers_that_got_in_while_others_queued_hand_the_lock_down_the_queue() 
     assert!(!write.is_locked().await.unwrap());
 
     // Taken by the queue's head itself, from a lock freed by its lease running out.
-    let holder = Owner::random();
-    let lease = Some(Duration::from_millis(50));
-    write
-        .acquire(&holder, Some(Duration::ZERO), lease)
-        .await
-        .unwrap();
+    hold_briefly(&write).await;
     announce(&write, "a", "gone-3:a", 10_000).await;
     announce(&write, "c", "gone-4:c", 10_000).await;
-    while write.is_locked().await.unwrap() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let mut announcement = Announcement::new(&write, &a, "gone-3:a");
-    let taken = write
-        .attempt(&announced_attempt(&a, "gone-3:a"), &mut announcement)
-        .await
-        .unwrap();
+    until_free(&write).await;
+    let taken = attempt_as(&write, &a, "gone-3:a").await;
     assert!(matches!(taken, Attempt::Acquired { count: 1, .. }));
     write.release(&a).await.unwrap();
     assert_eq!(write.hold_count(&c).await.unwrap(), 1);
@@ -376,21 +387,13 @@ async fn a_waiter_not_listening_yet_keeps_its_place_in_the_queue() {
 
     // Listening now, the second waiter looks first: the first is handed the lock.
     let _late = listening(server, &lock, "late").await;
-    let mut announcement = Announcement::new(&lock, &b, "late-2:b");
-    let looked = lock
-        .attempt(&announced_attempt(&b, "late-2:b"), &mut announcement)
-        .await
-        .unwrap();
+    let looked = attempt_as(&lock, &b, "late-2:b").await;
     assert!(matches!(looked, Attempt::Busy { .. }));
     assert_eq!(lock.hold_count(&a).await.unwrap(), 1);
     assert_eq!(lock.hold_count(&b).await.unwrap(), 0);
 
     // The first claims its grant; its release grants the lock to the second.
-    let mut announcement = Announcement::new(&lock, &a, "late-1:a");
-    let claimed = lock
-        .attempt(&announced_attempt(&a, "late-1:a"), &mut announcement)
-        .await
-        .unwrap();
+    let claimed = attempt_as(&lock, &a, "late-1:a").await;
     assert!(matches!(claimed, Attempt::Acquired { count: 1, .. }));
     lock.release(&a).await.unwrap();
     assert_eq!(lock.hold_count(&b).await.unwrap(), 1);
@@ -434,23 +437,13 @@ async fn a_waiter_that_never_listens_is_passed_over_then_dropped() {
 async fn a_writer_that_finds_an_expired_lock_hands_it_to_the_first_in_the_queue() {
     let fixture = Fixture::new("expired").await;
     let lock = fixture.lock.clone();
-    let holder = Owner::random();
-    let lease = Some(Duration::from_millis(50));
-    lock.acquire(&holder, Some(Duration::ZERO), lease)
-        .await
-        .unwrap();
+    hold_briefly(&lock).await;
     announce(&lock, "a", "gone-1:a", 10_000).await;
     announce(&lock, "a", "gone-1:a", 10_000).await;
     announce(&lock, "c", "gone-2:c", 10_000).await;
     let (a, c) = (owner("a"), owner("c"));
-    while lock.is_locked().await.unwrap() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let mut announcement = Announcement::new(&lock, &c, "gone-2:c");
-    let found = lock
-        .attempt(&announced_attempt(&c, "gone-2:c"), &mut announcement)
-        .await
-        .unwrap();
+    until_free(&lock).await;
+    let found = attempt_as(&lock, &c, "gone-2:c").await;
     assert!(matches!(found, Attempt::Busy { .. }));
     assert_eq!(lock.hold_count(&a).await.unwrap(), 1);
     assert_eq!(lock.hold_count(&c).await.unwrap(), 0);
@@ -463,22 +456,11 @@ async fn a_writer_that_finds_an_expired_lock_hands_it_to_the_first_in_the_queue(
 async fn a_reader_that_finds_an_expired_lock_hands_it_to_the_waiting_writer() {
     let fixture = Fixture::new("expired-read").await;
     let (write, read) = (fixture.lock.clone(), fixture.read_view());
-    let holder = Owner::random();
-    let lease = Some(Duration::from_millis(50));
-    write
-        .acquire(&holder, Some(Duration::ZERO), lease)
-        .await
-        .unwrap();
+    hold_briefly(&write).await;
     announce(&write, "w", "gone-1:w", 10_000).await;
-    while write.is_locked().await.unwrap() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_free(&write).await;
     let r = owner("r");
-    let mut announcement = Announcement::new(&read, &r, "gone-2:r");
-    let found = read
-        .attempt(&announced_attempt(&r, "gone-2:r"), &mut announcement)
-        .await
-        .unwrap();
+    let found = attempt_as(&read, &r, "gone-2:r").await;
     assert!(matches!(found, Attempt::Busy { .. }));
     assert_eq!(write.hold_count(&owner("w")).await.unwrap(), 1);
     assert_eq!(read.hold_count(&r).await.unwrap(), 0);
