@@ -1,0 +1,434 @@
+//! One watchdog task per client keeps every lease-less hold alive.
+//!
+//! Every `lease / 3` it renews all tracked holds with as few script calls as it can: holds are
+//! grouped by hash slot (so each call is valid on a Redis Cluster node) and each call renews up to
+//! [`BATCH`] holds. A hold that Redis no longer has is marked lost: its [`crate::Hold::lost`]
+//! future resolves, the client's lock-lost callback runs, and its release reports `LockLost`.
+
+mod lost;
+mod renewal;
+
+pub(crate) use lost::LostSignal;
+pub(crate) use renewal::run;
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::client::ClientInner;
+use crate::keys::LockKeys;
+use crate::lock::Mode;
+use lost::{EndedUntracked, LostHolds, report_lost};
+use renewal::Renewal;
+
+/// Holds renewed by one script call (2 keys each).
+pub(crate) const BATCH: usize = 500;
+
+/// Whose hold is kept: a name (by its state key), a mode and an owner. Cheap to clone. Redis
+/// keeps one hold per key (re-entries count in it); which one, its fencing token says: a hold
+/// taken after the owner's last release gets a new, larger one.
+#[derive(Clone)]
+pub(crate) struct WatchKey {
+    keys: Arc<LockKeys>,
+    mode: Mode,
+    token: Arc<str>,
+}
+
+impl PartialEq for WatchKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.mode == other.mode
+            && self.token == other.token
+            && self.keys.state() == other.keys.state()
+    }
+}
+
+impl Eq for WatchKey {}
+
+impl Hash for WatchKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.keys.state().hash(state);
+        self.mode.hash(state);
+        self.token.hash(state);
+    }
+}
+
+struct WatchEntry {
+    lost: Arc<LostSignal>,
+    /// Also names this tracking (its id).
+    renewal: Renewal,
+    /// The fencing token of the hold kept. Calls of one owner may finish in another order than
+    /// Redis ran them: a release forgets only the hold it ended, not a newer one.
+    fence: u64,
+    /// Releases of this hold under way. A renewal that finds the hold gone meanwhile does not
+    /// call it lost: the release may be what ended it, and its reply says.
+    releasing: u32,
+}
+
+impl Drop for WatchEntry {
+    /// However the tracking goes (released, lost, replaced, closed), the hold is no longer kept.
+    fn drop(&mut self) {
+        self.lost.ended.store(true, Ordering::SeqCst);
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Watchdog {
+    entries: Mutex<HashMap<WatchKey, WatchEntry>>,
+    /// Trackings that a new hold of their owner replaced while a release of them was under way,
+    /// by id: that release's reply tells whether it ended the hold or found it lost. (Locked
+    /// after `entries` when both are.)
+    parked: Mutex<HashMap<u64, WatchEntry>>,
+    lost: Mutex<LostHolds>,
+    /// Locked after `entries` when both are.
+    ended: Mutex<EndedUntracked>,
+    next_id: AtomicU64,
+    renew_calls: AtomicU64,
+}
+
+impl WatchKey {
+    pub(crate) fn new(keys: &Arc<LockKeys>, mode: Mode, token: Arc<str>) -> Self {
+        WatchKey {
+            keys: keys.clone(),
+            mode,
+            token,
+        }
+    }
+}
+
+impl Watchdog {
+    /// Starts keeping the hold with this fencing token (or joins its tracking: a re-entry);
+    /// returns its lost signal. A tracked hold of the key with another fence is gone from Redis
+    /// (this one could not be taken otherwise), so this one takes its place. (Not only an older
+    /// one: a server that lost its data, by a restart or a failover, counts fences from 1 again.)
+    /// Unless a release of it is under way, the hold replaced was lost, and is reported as a
+    /// renewal would have: whether a tick or this acquire notices first must not matter.
+    pub(crate) fn track(&self, client: &ClientInner, key: WatchKey, fence: u64) -> Arc<LostSignal> {
+        let (lost, replaced) = self.track_entry(key, fence);
+        if let Some(key) = replaced {
+            report_lost(client, &key);
+        }
+        lost
+    }
+
+    /// [`track`](Self::track) without the report: also returns the key of a replaced hold that
+    /// was lost (its signal set).
+    fn track_entry(&self, key: WatchKey, fence: u64) -> (Arc<LostSignal>, Option<WatchKey>) {
+        // A new hold of the same owner is not the lost one.
+        self.lost.lock().unwrap().take(&key);
+        let mut entries = self.entries.lock().unwrap();
+        // Under the entries' lock, as a release records it there.
+        if self.ended.lock().unwrap().take(&key, fence) {
+            // Its release was heard first: nothing to keep.
+            return (Arc::new(LostSignal::ended()), None);
+        }
+        let new_entry = |key: &WatchKey| WatchEntry {
+            lost: Arc::default(),
+            renewal: Renewal::new(key, self.next_id.fetch_add(1, Ordering::Relaxed)),
+            fence,
+            releasing: 0,
+        };
+        match entries.entry(key) {
+            Entry::Occupied(mut tracked) => {
+                let mut replaced = None;
+                if tracked.get().fence != fence {
+                    let entry = new_entry(tracked.key());
+                    let old = tracked.insert(entry);
+                    // Not remembered in `lost`: the key is the new hold's too, and its release
+                    // must not say LockLost.
+                    if old.releasing == 0 {
+                        old.lost.set();
+                        replaced = Some(tracked.key().clone());
+                    } else {
+                        let mut parked = self.parked.lock().unwrap();
+                        parked.insert(old.renewal.id, old);
+                    }
+                }
+                (tracked.get().lost.clone(), replaced)
+            }
+            Entry::Vacant(new) => {
+                let entry = new_entry(new.key());
+                (new.insert(entry).lost.clone(), None)
+            }
+        }
+    }
+
+    /// A release ended the hold with this fencing token: stops keeping it, or the tracking the
+    /// release marked (`releasing`) if nothing replaced it since, or an older hold still
+    /// tracked; not a hold taken after the release ran. Returns whether one was tracked. `key`
+    /// is only made when something is tracked at all.
+    ///
+    /// A tracked hold with a smaller fence than the one ended, or one that a new hold of the
+    /// owner replaced while this release was under way, was gone when the newer hold was taken:
+    /// ended by this release (its fence is the one ended), by another release of it still under
+    /// way (whose reply decides), or else lost, and reported so now.
+    pub(crate) fn forget(
+        &self,
+        client: &ClientInner,
+        key: impl FnOnce() -> WatchKey,
+        fence: u64,
+        releasing: &Releasing<'_>,
+    ) -> bool {
+        let (tracked, lost) = self.forget_entry(key, fence, releasing);
+        for key in &lost {
+            report_lost(client, key);
+        }
+        tracked
+    }
+
+    /// [`forget`](Self::forget) without the report: also returns the keys of holds found lost
+    /// (their signals set).
+    fn forget_entry(
+        &self,
+        key: impl FnOnce() -> WatchKey,
+        fence: u64,
+        releasing: &Releasing<'_>,
+    ) -> (bool, Vec<WatchKey>) {
+        let mut lost = Vec::new();
+        let mut tracked = false;
+        // Under the entries' lock: a new hold's tracking parks the marked one under it too.
+        let mut entries = self.entries.lock().unwrap();
+        if let Some((parked_key, parked)) = self.take_parked(releasing) {
+            tracked = true;
+            if parked.fence != fence {
+                parked.lost.set();
+                lost.push(parked_key);
+            }
+        }
+        if entries.is_empty() {
+            return (tracked, lost);
+        }
+        let key = key();
+        let Some(entry) = entries.get(&key) else {
+            return (tracked, lost);
+        };
+        let marked = releasing.marked(entry);
+        // The hold this release ended; or, marked, one a server that lost its data counted anew.
+        if entry.fence == fence || (marked && entry.fence > fence) {
+            entries.remove(&key);
+            return (true, lost);
+        }
+        // A later hold.
+        if entry.fence > fence {
+            return (tracked, lost);
+        }
+        // The tracked hold was gone when the one ended here was taken, whose acquire this client
+        // has not heard yet: that one must not be kept when it is.
+        self.ended.lock().unwrap().insert(key.clone(), fence);
+        let entry = entries.remove(&key).expect("looked up above");
+        if entry.releasing > u32::from(marked) {
+            // Another release of it is under way: that one's reply tells whether it ended it.
+            self.parked.lock().unwrap().insert(entry.renewal.id, entry);
+        } else {
+            entry.lost.set();
+            lost.push(key);
+        }
+        (true, lost)
+    }
+
+    /// The tracking `releasing` marked, if a new hold replaced it meanwhile. Called with the
+    /// entries' lock held (a tracking is parked under it).
+    fn take_parked(&self, releasing: &Releasing<'_>) -> Option<(WatchKey, WatchEntry)> {
+        let (key, id) = releasing.tracked.as_ref()?;
+        let entry = self.parked.lock().unwrap().remove(id)?;
+        Some((key.clone(), entry))
+    }
+
+    /// Marks the tracked hold of `key`, if any, as being released until the guard is dropped.
+    pub(crate) fn releasing(&self, key: impl FnOnce() -> WatchKey) -> Releasing<'_> {
+        let mut entries = self.entries.lock().unwrap();
+        let mut tracked = None;
+        if !entries.is_empty() {
+            let key = key();
+            if let Some(entry) = entries.get_mut(&key) {
+                entry.releasing += 1;
+                tracked = Some((key, entry.renewal.id));
+            }
+        }
+        Releasing {
+            watchdog: self,
+            tracked,
+        }
+    }
+
+    /// Holds currently kept alive.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.lock().unwrap().len()
+    }
+
+    /// Script calls made by renewals so far.
+    pub(crate) fn renew_calls(&self) -> u64 {
+        self.renew_calls.load(Ordering::Relaxed)
+    }
+
+    /// Marks the tracked holds with these ids lost (an id names one tracking: a hold released
+    /// and taken again since the snapshot is not it) and reports them. One pass over all
+    /// entries, so even losing every hold at once (a flushed server) costs one pass per tick.
+    /// A hold being released is left to its release.
+    fn mark_lost(&self, client: &ClientInner, ids: &HashSet<u64>) {
+        for (key, entry) in self.take_renewals_gone(ids) {
+            self.lost(client, key, entry);
+        }
+    }
+
+    /// Takes the holds a renewal found gone out of tracking (see `mark_lost`).
+    fn take_renewals_gone(&self, ids: &HashSet<u64>) -> Vec<(WatchKey, WatchEntry)> {
+        self.take_where(|_, entry| entry.releasing == 0 && ids.contains(&entry.renewal.id))
+    }
+
+    /// Takes every tracked hold that `matches` out of tracking and reports it lost.
+    fn mark_lost_where(
+        &self,
+        client: &ClientInner,
+        matches: impl Fn(&WatchKey, &WatchEntry) -> bool,
+    ) {
+        for (key, entry) in self.take_where(matches) {
+            self.lost(client, key, entry);
+        }
+    }
+
+    fn take_where(
+        &self,
+        matches: impl Fn(&WatchKey, &WatchEntry) -> bool,
+    ) -> Vec<(WatchKey, WatchEntry)> {
+        let mut entries = self.entries.lock().unwrap();
+        let keys: Vec<WatchKey> = entries
+            .iter()
+            .filter(|(key, entry)| matches(key, entry))
+            .map(|(key, _)| key.clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| entries.remove(&key).map(|entry| (key, entry)))
+            .collect()
+    }
+
+    /// A release or extend found no hold of `key`, and every hold of its name with a fence up
+    /// to `upto` gone: was it a hold this client kept and has lost (now or earlier, as the
+    /// watchdog or a force unlock found)? Reports it lost if not reported yet. A tracked hold
+    /// with a larger fence was taken after that call ran, and is not lost, unless it is the
+    /// very tracking a release marked (`releasing`): then the server counts fences anew.
+    pub(crate) fn take_lost(
+        &self,
+        client: &ClientInner,
+        key: &WatchKey,
+        upto: u64,
+        releasing: Option<&Releasing<'_>>,
+    ) -> bool {
+        if let Some(entry) = self.take_lost_entry(key, upto, releasing) {
+            // Found by this call before the watchdog's next tick: report it now.
+            entry.lost.set();
+            report_lost(client, key);
+            return true;
+        }
+        self.lost.lock().unwrap().take(key)
+    }
+
+    /// The tracking [`take_lost`](Self::take_lost) finds lost, taken out of tracking.
+    fn take_lost_entry(
+        &self,
+        key: &WatchKey,
+        upto: u64,
+        releasing: Option<&Releasing<'_>>,
+    ) -> Option<WatchEntry> {
+        let mut entries = self.entries.lock().unwrap();
+        // The marked tracking, replaced by a new hold meanwhile: gone, and not by this release.
+        let parked = releasing.and_then(|r| self.take_parked(r));
+        parked
+            .map(|(_, entry)| entry)
+            .or_else(|| take_gone(&mut entries, key, upto, releasing))
+    }
+
+    /// A new fixed-lease hold of `key` is not the lost one (watched holds clear it in `track`).
+    pub(crate) fn clear_lost(&self, key: impl FnOnce() -> WatchKey) {
+        let mut lost = self.lost.lock().unwrap();
+        if !lost.keys.is_empty() {
+            lost.take(&key());
+        }
+    }
+
+    fn lost(&self, client: &ClientInner, key: WatchKey, entry: WatchEntry) {
+        // Remembered before anyone hears of it: a release right after the signal says lost.
+        self.lost.lock().unwrap().insert(key.clone());
+        entry.lost.set();
+        report_lost(client, &key);
+    }
+
+    /// On close: nothing renews the kept holds any more, so each lapses when its lease ends.
+    /// Their lost signals are set (so waits on them end instead of hanging), without the
+    /// lock-lost callback: the user closed the client.
+    pub(crate) fn stop(&self) {
+        let entries = std::mem::take(&mut *self.entries.lock().unwrap());
+        for entry in entries.into_values() {
+            entry.lost.set();
+        }
+    }
+
+    /// Marks every tracked hold of one name lost (after this client force-unlocked it).
+    pub(crate) fn mark_name_lost(&self, client: &ClientInner, state_key: &str) {
+        self.mark_lost_where(client, |key, _| key.keys.state() == state_key);
+    }
+
+    fn snapshot(&self) -> Vec<Renewal> {
+        let entries = self.entries.lock().unwrap();
+        entries.values().map(|e| e.renewal.clone()).collect()
+    }
+}
+
+/// Takes the tracking of `key` out if Redis said every hold of the name with a fence up to
+/// `upto` is gone and it keeps one of them, or it is the tracking `releasing` marked (a server
+/// that lost its data counts fences anew); a tracking with a larger fence keeps a later hold.
+fn take_gone(
+    entries: &mut HashMap<WatchKey, WatchEntry>,
+    key: &WatchKey,
+    upto: u64,
+    releasing: Option<&Releasing<'_>>,
+) -> Option<WatchEntry> {
+    let entry = entries.get(key)?;
+    if entry.fence <= upto || releasing.is_some_and(|r| r.marked(entry)) {
+        entries.remove(key)
+    } else {
+        None
+    }
+}
+
+/// While alive, the watchdog leaves a renewal's "gone" about this hold to its release.
+pub(crate) struct Releasing<'a> {
+    watchdog: &'a Watchdog,
+    /// The key and the tracking id it marked, if the hold was tracked.
+    tracked: Option<(WatchKey, u64)>,
+}
+
+impl Releasing<'_> {
+    /// Whether `entry` is the tracking this release marked (not replaced since).
+    fn marked(&self, entry: &WatchEntry) -> bool {
+        self.tracked
+            .as_ref()
+            .is_some_and(|(_, id)| *id == entry.renewal.id)
+    }
+}
+
+impl Drop for Releasing<'_> {
+    fn drop(&mut self) {
+        let Some((key, id)) = self.tracked.take() else {
+            return;
+        };
+        let mut entries = self.watchdog.entries.lock().unwrap();
+        if let Some(entry) = entries.get_mut(&key).filter(|e| e.renewal.id == id) {
+            entry.releasing -= 1;
+            return;
+        }
+        // Replaced by a newer hold's tracking: once no release of it is under way, nobody can
+        // tell any more whether it was lost (a release without a reply, say): dropped unreported.
+        let mut parked = self.watchdog.parked.lock().unwrap();
+        if let Some(entry) = parked.get_mut(&id) {
+            entry.releasing -= 1;
+            if entry.releasing == 0 {
+                parked.remove(&id);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,221 @@
+//! Unit tests of the tracking, without a client or Redis: releases and acquires heard in either
+//! order, re-entries, replaced and lost holds.
+
+use super::*;
+
+fn key(token: &str) -> WatchKey {
+    let keys = Arc::new(LockKeys::new("t", "orders").unwrap());
+    WatchKey::new(&keys, Mode::Write, token.into())
+}
+
+fn tracked_fence(watchdog: &Watchdog, token: &str) -> Option<u64> {
+    let entries = watchdog.entries.lock().unwrap();
+    entries.get(&key(token)).map(|entry| entry.fence)
+}
+
+fn id_of(watchdog: &Watchdog, token: &str) -> u64 {
+    watchdog.entries.lock().unwrap()[&key(token)].renewal.id
+}
+
+/// Tracks a hold (no client: lost holds are not reported).
+fn track(watchdog: &Watchdog, key: WatchKey, fence: u64) -> Arc<LostSignal> {
+    watchdog.track_entry(key, fence).0
+}
+
+/// A release's forget (no client: returns the replaced hold found lost instead).
+fn forget(
+    watchdog: &Watchdog,
+    token: &str,
+    fence: u64,
+    releasing: &Releasing<'_>,
+) -> Option<WatchKey> {
+    let mut lost = watchdog.forget_entry(|| key(token), fence, releasing).1;
+    assert!(lost.len() <= 1);
+    lost.pop()
+}
+
+/// A guard that marks nothing (its release began while nothing of the key was tracked).
+fn unmarked(watchdog: &Watchdog) -> Releasing<'_> {
+    watchdog.releasing(|| key("nobody"))
+}
+
+#[test]
+fn a_release_heard_after_the_next_hold_was_tracked_forgets_only_its_own() {
+    let watchdog = Watchdog::default();
+    let first = track(&watchdog, key("a"), 7);
+    // Redis ran: release (ending fence 7), acquire (fence 9); this client heard the acquire
+    // first.
+    let releasing = watchdog.releasing(|| key("a"));
+    let second = track(&watchdog, key("a"), 9);
+    assert!(
+        !Arc::ptr_eq(&first, &second),
+        "a new hold gets its own lost signal"
+    );
+    assert!(!first.is_set(), "a hold being released is not lost");
+    assert!(first.is_watched(), "its release decides");
+    // The release's reply: it ended fence 7, the replaced hold; the new one stays kept.
+    assert!(forget(&watchdog, "a", 7, &releasing).is_none());
+    drop(releasing);
+    assert!(!first.is_set() && !first.is_watched());
+    assert!(second.is_watched());
+    assert_eq!(tracked_fence(&watchdog, "a"), Some(9));
+    assert!(forget(&watchdog, "a", 9, &unmarked(&watchdog)).is_none());
+    assert!(!second.is_set() && !second.is_watched());
+    assert_eq!(watchdog.len(), 0);
+    assert!(watchdog.parked.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_hold_replaced_while_released_is_lost_when_the_release_ended_another() {
+    let watchdog = Watchdog::default();
+    let first = track(&watchdog, key("a"), 7);
+    // Redis ran: a force unlock (fence 7 gone), the owner's acquire (fence 9), then the
+    // release, which ended the owner's hold there: fence 9.
+    let releasing = watchdog.releasing(|| key("a"));
+    let second = track(&watchdog, key("a"), 9);
+    assert!(forget(&watchdog, "a", 9, &releasing) == Some(key("a")));
+    drop(releasing);
+    assert!(first.is_set() && !first.is_watched());
+    assert!(!second.is_set() && !second.is_watched());
+    assert_eq!(watchdog.len(), 0);
+    assert!(watchdog.parked.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_hold_replaced_while_released_is_lost_when_the_release_finds_nothing() {
+    let watchdog = Watchdog::default();
+    let first = track(&watchdog, key("a"), 7);
+    // Redis ran: a force unlock, the release (nothing held, fences up to 8 gone), then the
+    // owner's acquire (fence 9), which this client heard first.
+    let releasing = watchdog.releasing(|| key("a"));
+    let second = track(&watchdog, key("a"), 9);
+    let lost = watchdog.take_lost_entry(&key("a"), 8, Some(&releasing));
+    assert!(lost.is_some_and(|entry| entry.fence == 7));
+    drop(releasing);
+    // A second release of the owner, heard now, finds nothing: the new hold is not lost.
+    assert!(
+        watchdog
+            .take_lost_entry(&key("a"), 8, Some(&unmarked(&watchdog)))
+            .is_none()
+    );
+    assert!(second.is_watched() && !first.is_watched());
+    assert!(watchdog.parked.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_release_heard_before_the_acquire_of_the_hold_it_ended_reports_the_older_lost() {
+    let watchdog = Watchdog::default();
+    let first = track(&watchdog, key("a"), 7);
+    // Redis ran: a force unlock, the owner's acquire (fence 9), then the release, which
+    // ended fence 9; this client heard the release first.
+    let releasing = watchdog.releasing(|| key("a"));
+    assert!(forget(&watchdog, "a", 9, &releasing) == Some(key("a")));
+    drop(releasing);
+    assert!(first.is_set() && !first.is_watched());
+    let second = track(&watchdog, key("a"), 9);
+    assert!(!second.is_watched() && !second.is_set(), "released already");
+    assert_eq!(watchdog.len(), 0);
+    // Remembered once: a later hold with that fence (a server counting anew) is kept.
+    assert!(track(&watchdog, key("a"), 9).is_watched());
+}
+
+#[test]
+fn an_older_hold_that_another_release_is_ending_is_left_to_that_release() {
+    let watchdog = Watchdog::default();
+    let first = track(&watchdog, key("a"), 7);
+    // Two releases of the owner: one ends fence 7, then an acquire takes fence 9 and the
+    // other release ends it. The second is heard first, and began before any tracking.
+    let ending_seven = watchdog.releasing(|| key("a"));
+    assert!(forget(&watchdog, "a", 9, &unmarked(&watchdog)).is_none());
+    assert!(first.is_watched(), "the release of it decides");
+    assert!(forget(&watchdog, "a", 7, &ending_seven).is_none());
+    drop(ending_seven);
+    assert!(!first.is_set() && !first.is_watched());
+    assert!(watchdog.parked.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_replaced_hold_whose_releases_end_without_a_reply_is_dropped_unreported() {
+    let watchdog = Watchdog::default();
+    let first = track(&watchdog, key("a"), 7);
+    let one = watchdog.releasing(|| key("a"));
+    let two = watchdog.releasing(|| key("a"));
+    track(&watchdog, key("a"), 9);
+    drop(one);
+    assert!(first.is_watched(), "a release of it is still under way");
+    drop(two);
+    assert!(!first.is_watched() && !first.is_set());
+    assert!(watchdog.parked.lock().unwrap().is_empty());
+    assert_eq!(tracked_fence(&watchdog, "a"), Some(9));
+}
+
+#[test]
+fn a_re_entry_joins_and_a_hold_with_another_fence_takes_the_place() {
+    let watchdog = Watchdog::default();
+    let hold = track(&watchdog, key("a"), 9);
+    assert!(Arc::ptr_eq(&hold, &track(&watchdog, key("a"), 9)));
+    // A server that lost its data counts fences from 1 again: the new hold is kept.
+    let (after_restart, replaced) = watchdog.track_entry(key("a"), 1);
+    assert!(!Arc::ptr_eq(&hold, &after_restart));
+    // The hold it replaced was gone with nobody releasing it: lost, and reported.
+    assert!(hold.is_set() && !after_restart.is_set());
+    assert!(replaced == Some(key("a")));
+    assert!(!watchdog.lost.lock().unwrap().keys.contains(&key("a")));
+    assert_eq!(tracked_fence(&watchdog, "a"), Some(1));
+    assert!(
+        watchdog
+            .forget_entry(|| key("a"), 1, &unmarked(&watchdog))
+            .0
+    );
+    // A release that ended a hold this client has not tracked (yet) clears an older one,
+    // which was gone before: lost.
+    let older = track(&watchdog, key("b"), 3);
+    assert!(forget(&watchdog, "b", 5, &unmarked(&watchdog)) == Some(key("b")));
+    assert!(older.is_set());
+    // The ended hold's acquire, heard now, keeps nothing.
+    let late = track(&watchdog, key("b"), 5);
+    assert!(!late.is_watched() && !late.is_set());
+    assert_eq!(watchdog.len(), 0);
+}
+
+#[test]
+fn a_release_forgets_the_tracking_it_marked_whatever_its_fence() {
+    let watchdog = Watchdog::default();
+    track(&watchdog, key("a"), 500);
+    // The server restarted and the owner acquired again through an untracked call (fixed
+    // lease): the release ends fence 2, and the tracking it marked goes with it.
+    let releasing = watchdog.releasing(|| key("a"));
+    assert!(watchdog.forget_entry(|| key("a"), 2, &releasing).0);
+    drop(releasing);
+    assert_eq!(watchdog.len(), 0);
+}
+
+#[test]
+fn a_renewal_that_finds_a_hold_gone_while_it_is_released_leaves_it_to_the_release() {
+    let watchdog = Watchdog::default();
+    track(&watchdog, key("a"), 1);
+    track(&watchdog, key("b"), 2);
+    let gone: HashSet<u64> = [id_of(&watchdog, "a"), id_of(&watchdog, "b")].into();
+    {
+        let _releasing = watchdog.releasing(|| key("a"));
+        let taken = watchdog.take_renewals_gone(&gone);
+        assert_eq!(taken.len(), 1);
+        assert!(taken[0].0 == key("b"));
+    }
+    // The release failed (no reply, say): the next renewal decides.
+    assert_eq!(watchdog.take_renewals_gone(&gone).len(), 1);
+    assert_eq!(watchdog.len(), 0);
+}
+
+#[test]
+fn a_release_mark_outlives_neither_its_hold_nor_a_replaced_tracking() {
+    let watchdog = Watchdog::default();
+    track(&watchdog, key("a"), 1);
+    let releasing = watchdog.releasing(|| key("a"));
+    track(&watchdog, key("a"), 2);
+    drop(releasing);
+    let gone: HashSet<u64> = [id_of(&watchdog, "a")].into();
+    assert_eq!(watchdog.take_renewals_gone(&gone).len(), 1);
+    // Nothing tracked: no mark, and dropping it touches nothing.
+    drop(watchdog.releasing(|| key("a")));
+}
