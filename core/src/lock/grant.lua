@@ -39,25 +39,15 @@ end
 -- alive, as before this check.) Returns the new holder's client id and waiter id, or false
 -- when no such writer waits (H is then as it was).
 local function grant_next(channel)
-  local passed = {} -- score, member of each waiter that keeps its place
   local deaf = {} -- clients found not listening: asked once per script
-  local granted, member = false, nil
-  while true do
-    -- The head leaves the queue whatever happens next (ZPOPMIN: one call for ZRANGE + ZREM);
-    -- a waiter passed over is put back with its score at the end.
-    local head = redis.call('ZPOPMIN', W)
-    if #head == 0 then break end
-    member = head[1]
-    local info = redis.call('HGET', WI, member)
+  -- What becomes of one waiter: 'grant' (it holds the lock now), 'keep', 'drop' or 'spent'.
+  local function consider(member, info)
     local client = string.match(member, '^[^:-]*')
     local live = info and announced_until(info) > now()
     if live and not deaf[client] then
       local drawn = redis.call('INCR', FENCE)
       -- Fences are spent (see prelude.lua): no grant; the waiters' own attempts report it.
-      if drawn >= 2^53 then
-        passed[#passed + 1] = head
-        break
-      end
+      if drawn >= 2^53 then return 'spent' end
       local fence = string.format('%d', drawn)
       -- Subscribers see the message only after this script, when H below is written.
       if redis.call('PUBLISH', channel .. ':' .. client, 'g:' .. fence .. ':' .. member) > 0 then
@@ -67,22 +57,53 @@ local function grant_next(channel)
         redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'wg', member,
           'q', '1')
         redis.call('PEXPIRE', H, lease)
-        granted = client
-        break
+        return 'grant', client
       end
       deaf[client] = true
     end
-    if live and string.sub(info, 1, 1) == 'n' then
-      passed[#passed + 1] = head -- not listening yet
-    else
-      redis.call('HDEL', WI, member) -- run out, or its client is gone
-    end
+    if live and string.sub(info, 1, 1) == 'n' then return 'keep' end -- not listening yet
+    return 'drop' -- run out, or its client is gone
   end
-  if #passed > 0 then
-    for _, entry in ipairs(passed) do redis.call('ZADD', W, entry[2], entry[1]) end
-    -- W was made anew if the loop emptied it; WI, still holding these, has the TTL of both.
+
+  -- The common case, a head that listens: ZPOPMIN is one call for ZRANGE + ZREM.
+  local head = redis.call('ZPOPMIN', W)
+  if #head == 0 then return false end
+  local first, client = consider(head[1], redis.call('HGET', WI, head[1]))
+  if first == 'grant' then return client, head[1] end
+  if first == 'drop' then redis.call('HDEL', WI, head[1]) end
+  -- Passed over, the head goes back with its score at the end. The rest is read a hundred at a
+  -- time, so a long run of waiters passed over costs two calls a hundred (those that keep their
+  -- place are left where they are).
+  local granted, member, verdict = false, nil, first
+  local from = 0
+  while verdict ~= 'spent' and not granted do
+    local batch = redis.call('ZRANGE', W, from, from + 99)
+    if #batch == 0 then break end
+    local infos = redis.call('HMGET', WI, unpack(batch))
+    local dropped = {}
+    for i = 1, #batch do
+      verdict, client = consider(batch[i], infos[i])
+      if verdict == 'grant' then
+        granted, member = client, batch[i]
+        redis.call('ZREM', W, member)
+        break
+      elseif verdict == 'drop' then
+        dropped[#dropped + 1] = batch[i]
+      elseif verdict == 'spent' then
+        break
+      end
+    end
+    if #dropped > 0 then
+      redis.call('ZREM', W, unpack(dropped))
+      redis.call('HDEL', WI, unpack(dropped))
+    end
+    from = from + #batch - #dropped
+  end
+  if first ~= 'drop' then
+    redis.call('ZADD', W, head[2], head[1])
+    -- W was made anew if ZPOPMIN emptied it; WI, still holding the head, has the TTL of both.
     local ttl = redis.call('PTTL', WI)
     if ttl > 0 then redis.call('PEXPIRE', W, ttl) end
   end
-  return granted, granted and member
+  return granted, member
 end

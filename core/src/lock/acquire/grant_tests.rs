@@ -465,3 +465,40 @@ async fn a_reader_that_finds_an_expired_lock_hands_it_to_the_waiting_writer() {
     assert_eq!(write.hold_count(&owner("w")).await.unwrap(), 1);
     assert_eq!(read.hold_count(&r).await.unwrap(), 0);
 }
+
+/// A long run of waiters passed over (read a hundred at a time): those not listening yet keep
+/// their places and order, those whose client is gone leave, and the first that listens after
+/// them gets the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_run_of_waiters_passed_over_keeps_its_order() {
+    let fixture = Fixture::new("long-run").await;
+    let (server, lock) = (&fixture.server, fixture.lock.clone());
+    let holder = Owner::random();
+    hold_now(&lock, &holder).await;
+    let mut kept = Vec::new();
+    for i in 0..250 {
+        let (token, waiter) = (format!("t{i}"), format!("deaf-{i}:t{i}"));
+        announce(&lock, &token, &waiter, 10_000).await;
+        if i % 3 == 1 {
+            // Announced again: it had subscribed, so its client is gone.
+            announce(&lock, &token, &waiter, 10_000).await;
+        } else {
+            kept.push(waiter);
+        }
+    }
+    announce(&lock, "x", "gone-1:x", 10_000).await;
+
+    lock.release(&holder).await.unwrap();
+    assert_eq!(lock.hold_count(&owner("x")).await.unwrap(), 1);
+    let queue = lock.keys.waiting_writers().to_string();
+    let order = server.command(&["ZRANGE", &queue, "0", "-1"]);
+    let order: Vec<&str> = order
+        .lines()
+        .filter(|l| !l.starts_with(['*', '$']))
+        .collect();
+    assert_eq!(order, kept);
+    assert_eq!(
+        lock.inspect().await.unwrap().waiting_writers,
+        kept.len() as u64
+    );
+}
