@@ -1,9 +1,8 @@
 """asyncio's native calls, polled on the loop's own thread (see ffi/src/python/polled.rs).
 
 A call is started by ``_fast.start_acquire``/``start_release`` and polled by ``_fast.drive``
-(``run``);
-between polls its task sleeps until the runtime says the call is worth polling again. Those
-wake-ups reach a loop through one descriptor per loop, whatever the number of its calls
+(``run``); between polls its task sleeps until the runtime says the call is worth polling again.
+Those wake-ups reach a loop through one descriptor per loop, whatever the number of its calls
 (``_LoopWakeups``): a process may have thousands of tasks waiting for locks, and a few hundred
 descriptors at most to spare.
 """
