@@ -113,9 +113,10 @@ end
 
 -- A free lock found while writers wait ahead of this caller (nobody listened when it was
 -- freed, or a lease ran out) goes to the first of them that listens, as a release would hand
--- it on: maybe to this caller, which then holds it; anyone else waits.
+-- it on: maybe to this caller, which then holds it (told by this reply, listening or not);
+-- anyone else waits.
 local function hand_over()
-  local _, member = grant_next(H .. ':ch') -- the lock's channel (see keys.rs)
+  local _, member = grant_next(H .. ':ch', waiter) -- the lock's channel (see keys.rs)
   if member == waiter then
     redis.call('HDEL', H, 'wg')
     return redis.call('HGET', H, 'wf') .. ':1'

@@ -36,21 +36,25 @@ end
 --   its pub/sub connection is down, and it must not hold the lock for a whole lease; a live
 --   one re-announces at its next attempt.
 -- (Redis also counts pattern subscribers, so a tool subscribed to '*' makes every waiter look
--- alive, as before this check.) Returns the new holder's client id and waiter id, or false
--- when no such writer waits (H is then as it was).
-local function grant_next(channel)
+-- alive, as before this check.) The script's own caller (waiter id `caller`, when it is a
+-- queued writer) is told by its reply: no message, and its client need not listen yet.
+-- Returns the new holder's client id and waiter id, or false when no such writer waits (H is
+-- then as it was).
+local function grant_next(channel, caller)
   local deaf = {} -- clients found not listening: asked once per script
   -- What becomes of one waiter: 'grant' (it holds the lock now), 'keep', 'drop' or 'spent'.
   local function consider(member, info)
     local client = string.match(member, '^[^:-]*')
     local live = info and announced_until(info) > now()
-    if live and not deaf[client] then
+    local own = member == caller
+    if live and (own or not deaf[client]) then
       local drawn = redis.call('INCR', FENCE)
       -- Fences are spent (see prelude.lua): no grant; the waiters' own attempts report it.
       if drawn >= 2^53 then return 'spent' end
       local fence = string.format('%d', drawn)
       -- Subscribers see the message only after this script, when H below is written.
-      if redis.call('PUBLISH', channel .. ':' .. client, 'g:' .. fence .. ':' .. member) > 0 then
+      if own or redis.call('PUBLISH', channel .. ':' .. client,
+          'g:' .. fence .. ':' .. member) > 0 then
         redis.call('HDEL', WI, member)
         local _, lease, meta = string.match(info, '^n?(%d+):(%d+):(.*)$')
         local tok = string.match(member, '^[^:]*:(.*)$')

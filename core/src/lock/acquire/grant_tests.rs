@@ -399,6 +399,56 @@ async fn a_waiter_not_listening_yet_keeps_its_place_in_the_queue() {
     assert_eq!(lock.hold_count(&b).await.unwrap(), 1);
 }
 
+/// `PUBLISH` calls the server has run so far (inside scripts too).
+fn publishes(server: &RedisServer) -> u64 {
+    let stats = server.command(&["INFO", "commandstats"]);
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_publish:calls="))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+/// A queued writer that finds the lock free while the queue's head does not listen yet is
+/// handed the lock in its own attempt's reply: held at once, whether its client listens or
+/// not, and no grant message is published to it (the one `PUBLISH` is the head's, unheard).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_writer_that_hands_the_lock_to_itself_holds_it_without_a_message() {
+    let fixture = Fixture::new("to-itself").await;
+    let (server, lock) = (&fixture.server, fixture.lock.clone());
+    let holder = Owner::random();
+    hold_now(&lock, &holder).await;
+    announce(&lock, "a", "late-1:a", 10_000).await;
+    announce(&lock, "b", "quiet-2:b", 10_000).await;
+    let (a, b) = (owner("a"), owner("b"));
+    // Nobody listens: the lock is left free, both keep their places.
+    lock.release(&holder).await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+
+    // Its client not listening either, the second takes the lock passed over by the first.
+    let before = publishes(server);
+    let taken = attempt_as(&lock, &b, "quiet-2:b").await;
+    assert!(matches!(taken, Attempt::Acquired { count: 1, .. }));
+    assert_eq!(publishes(server), before + 1, "the head's grant only");
+    assert_eq!(lock.inspect().await.unwrap().waiting_writers, 1);
+    // Its release finds nobody listening; the first, the queue's head, then takes it itself.
+    lock.release(&b).await.unwrap();
+    let taken = attempt_as(&lock, &a, "late-1:a").await;
+    assert!(matches!(taken, Attempt::Acquired { count: 1, .. }));
+    lock.release(&a).await.unwrap();
+
+    // A listening client ("gone") is not sent its own grant either: the lease runs out.
+    hold_briefly(&lock).await;
+    announce(&lock, "a", "late-3:a", 10_000).await;
+    announce(&lock, "c", "gone-4:c", 10_000).await;
+    let c = owner("c");
+    until_free(&lock).await;
+    let before = publishes(server);
+    let taken = attempt_as(&lock, &c, "gone-4:c").await;
+    assert!(matches!(taken, Attempt::Acquired { count: 1, .. }));
+    assert_eq!(publishes(server), before + 1, "the head's grant only");
+    lock.release(&c).await.unwrap();
+}
+
 /// A waiter that never listens holds nobody back for longer than its first announcement:
 /// passed over by every grant meanwhile, then dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
