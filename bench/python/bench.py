@@ -10,7 +10,8 @@ round trips (commands sent by clients) and commands run by scripts. 1000 PINGs w
 give the round-trip time that the hand-off is compared with.
 asyncio: acquire_async+release_async cycles of one task against redis.asyncio's Lock (no goal
 of issue 7 names it: an "info" fragment).
-Runs are interleaved (the library order rotates every repetition); throughput figures are
+Runs are interleaved (the library order rotates every repetition; uncontended cycles also take
+turns in slices within one); throughput figures are
 medians of the repetitions, latency and wait figures are over the samples of all repetitions.
 
     python bench/python/bench.py [--reps 3] [--cycles 2000] [--sections 500] [--json out.json]
@@ -43,6 +44,7 @@ PROCESSES = 4
 OURS = "redlock_sdk"
 PEER = "redis-py Lock"  # what the P2 headline divides by
 PINGS = 1000
+SLICES = 10  # stretches per library and repetition of the uncontended runs (see uncontended)
 SAMPLES = 2000  # latency samples kept per series in a fragment
 
 # -- the libraries, each as: make(url, name) -> (acquire, release) --------------------------
@@ -129,26 +131,44 @@ def ping_rtts_us(url: str, count: int = PINGS) -> list[float]:
     return times
 
 
-def uncontended(make, url: str, cycles: int) -> tuple[dict, list[float]]:
-    """One repetition: its summary and the time of every cycle in µs."""
-    acquire, release = make(url, "uncontended")
-    for _ in range(100):  # warm up connections and script caches
-        acquire()
-        release()
-    times = []
-    started = time.perf_counter()
-    for _ in range(cycles):
-        t0 = time.perf_counter()
-        acquire()
-        release()
-        times.append((time.perf_counter() - t0) * 1e6)
-    elapsed = time.perf_counter() - started
-    summary = {
-        "cycles_per_s": cycles / elapsed,
-        "p50_us": percentile(times, 50),
-        "p99_us": percentile(times, 99),
+def uncontended(
+    names: list[str], url: str, cycles: int, rep: int
+) -> dict[str, tuple[dict, list[float]]]:
+    """One repetition of every library in `names`: its summary and the time of every cycle in
+    µs. The libraries take turns in SLICES stretches each (the order rotating every slice): on a
+    virtual machine whose idle vCPUs are slow to wake, a round trip's cost drifts over seconds,
+    and one stretch per library and repetition measured the drift as much as the library
+    (docs/benchmarks.md)."""
+    locks = {name: LIBRARIES[name](url, "uncontended") for name in names}
+    for acquire, release in locks.values():
+        for _ in range(100):  # warm up connections and script caches
+            acquire()
+            release()
+    per_slice = -(-cycles // SLICES)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    elapsed = dict.fromkeys(names, 0.0)
+    for piece in range(SLICES):
+        k = (rep * SLICES + piece) % len(names)
+        for name in names[k:] + names[:k]:
+            acquire, release = locks[name]
+            started = time.perf_counter()
+            for _ in range(per_slice):
+                t0 = time.perf_counter()
+                acquire()
+                release()
+                times[name].append((time.perf_counter() - t0) * 1e6)
+            elapsed[name] += time.perf_counter() - started
+    return {
+        name: (
+            {
+                "cycles_per_s": len(times[name]) / elapsed[name],
+                "p50_us": percentile(times[name], 50),
+                "p99_us": percentile(times[name], 99),
+            },
+            times[name],
+        )
+        for name in names
     }
-    return summary, times
 
 
 async def timed_async(acquire, release, cycles: int) -> tuple[dict, list[float]]:
@@ -316,12 +336,12 @@ def main() -> None:
             raise SystemExit(f"only a loopback redis-server is benchmarked here, not {host}")
         pings = ping_rtts_us(url)
         for rep in range(args.reps):
+            for name, (summary, cycles_us) in uncontended(names, url, args.cycles, rep).items():
+                runs[name]["uncontended"].append(summary)
+                samples[name]["cycles_us"] += cycles_us
             order = names[rep % len(names) :] + names[: rep % len(names)]
             for name in order:
                 make = LIBRARIES[name]
-                summary, cycles_us = uncontended(make, url, args.cycles)
-                runs[name]["uncontended"].append(summary)
-                samples[name]["cycles_us"] += cycles_us
                 summary, rows = contended(make, url, args.sections)
                 runs[name]["contended"].append(summary)
                 samples[name]["waits_us"] += rows["waits_us"]
@@ -430,8 +450,9 @@ def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
         "series": series,
         "ping_rtt_us": ping,
         "notes": (
-            f"{args.reps} interleaved repetitions (order rotating) of {args.cycles} "
-            f"acquire+release cycles of one thread per library, after 100 warm-up cycles; "
+            f"{args.reps} repetitions of {args.cycles} acquire+release cycles of one thread per "
+            f"library, after 100 warm-up cycles, the libraries taking turns in {SLICES} slices "
+            f"each per repetition (order rotating every slice); "
             f"latency = one cycle, over all repetitions; headline over redis-py's Lock; "
             f"{defaults}; one redis-server on 127.0.0.1"
         ),

@@ -304,6 +304,18 @@ impl CmdStats {
         }
     }
 
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &CmdStats) {
+        for (mine, theirs) in [
+            (&mut self.calls, &other.calls),
+            (&mut self.usec, &other.usec),
+        ] {
+            for (k, v) in theirs {
+                *mine.entry(k.clone()).or_default() += v;
+            }
+        }
+    }
+
     pub fn calls(&self, names: &[&str]) -> u64 {
         names
             .iter()

@@ -1,6 +1,9 @@
 //! P1: uncontended acquire+release of one exclusive lock (fixed 10 s lease) against the raw
 //! minimum on a multiplexed redis-rs connection: `SET key token NX PX 10000` + `EVALSHA`
-//! compare-and-delete. Interleaved, the order swapping every repetition, after a warm-up.
+//! compare-and-delete. Interleaved finely, after a warm-up: each repetition alternates the two
+//! sides [`SLICES`] times (the order swapping every slice), so that both see the same machine. On a
+//! virtual machine whose idle vCPUs are slow to wake, a round trip's cost drifts over seconds, and
+//! one stretch per side and repetition measured the drift as much as the code (docs/benchmarks.md).
 //! The same pair for blocking callers (what C, Java, Go and Python use): `redlock_core::blocking`
 //! vs the same raw commands on a plain (sync) redis-rs connection, each on its own thread.
 
@@ -23,6 +26,25 @@ struct Raw {
     token: String,
 }
 
+/// Stretches per side and repetition, alternating with the other side's.
+const SLICES: usize = 10;
+
+/// One side's slices of one repetition, summed.
+#[derive(Default)]
+struct Slices {
+    elapsed: Duration,
+    lat: Vec<f64>,
+    stats: CmdStats,
+}
+
+impl Slices {
+    fn add(&mut self, (elapsed, lat): (Duration, Vec<f64>), stats: &CmdStats) {
+        self.elapsed += elapsed;
+        self.lat.extend(lat);
+        self.stats.add(stats);
+    }
+}
+
 #[derive(Default)]
 struct Side {
     rates: Vec<f64>,
@@ -33,15 +55,14 @@ struct Side {
 }
 
 impl Side {
-    /// One repetition of `cycles` cycles: its rate, latencies and Redis' counters.
-    fn record(
-        &mut self,
-        is_ours: bool,
-        cycles: usize,
-        elapsed: Duration,
-        lat: Vec<f64>,
-        d: &CmdStats,
-    ) {
+    /// One repetition: its rate, latencies and Redis' counters.
+    fn record(&mut self, is_ours: bool, rep: Slices) {
+        let Slices {
+            elapsed,
+            lat,
+            stats: d,
+        } = rep;
+        let cycles = lat.len();
         self.rates.push(cycles as f64 / secs(elapsed));
         self.p50_us.push(percentile(&sorted(lat.clone()), 50.0));
         self.lat_us.extend(lat);
@@ -59,13 +80,14 @@ impl Side {
 }
 
 pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
-    let (reps, cycles, warm) = if ctx.quick {
+    let (reps, cycles, warm): (usize, usize, usize) = if ctx.quick {
         (3, 300, 100)
     } else {
         (5, 2000, 300)
     };
     println!(
-        "P1 uncontended acquire+release: {reps} reps x {cycles} cycles, interleaved, lease 10 s"
+        "P1 uncontended acquire+release: {reps} reps x {cycles} cycles, interleaved in {SLICES} \
+         slices per side, lease 10 s"
     );
     let client = Client::builder(&ctx.url)
         .prefix(ctx.prefix("p1"))
@@ -106,62 +128,81 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     let (mut a, mut b) = (Side::default(), Side::default());
     let (mut c, mut d) = (Side::default(), Side::default());
     let (mut e, mut f) = (Side::default(), Side::default());
+    let per_slice = cycles.div_ceil(SLICES);
     for rep in 0..reps {
-        let order = if rep % 2 == 0 {
-            [true, false]
-        } else {
-            [false, true]
-        };
-        for is_ours in order {
-            // The blocking pair, on threads of their own, in the same order.
-            let before = ctx.admin.commandstats().await?;
-            let (bl, rs) = (blocking_lock.take().unwrap(), raw_sync.take().unwrap());
-            let (bl, rs, (elapsed, lat)) = on_plain_thread(move || -> R<_> {
-                let mut rs = rs;
-                let run = if is_ours {
-                    ours_blocking(&bl, &owner_b(), cycles)?
-                } else {
-                    raw_sync_cycles(&mut rs, cycles)?
-                };
-                Ok((bl, rs, run))
-            })
-            .await?;
-            (blocking_lock, raw_sync) = (Some(bl), Some(rs));
-            let stats = ctx.admin.commandstats().await?.since(&before);
-            let side = if is_ours { &mut c } else { &mut d };
-            side.record(is_ours, cycles, elapsed, lat, &stats);
-
-            let before = ctx.admin.commandstats().await?;
-            let (elapsed, lat) = if is_ours {
-                ours(&lock, &owner, cycles).await?
+        // [ours, raw] of the async, blocking and worker-task pairs.
+        let mut async_pair: [Slices; 2] = Default::default();
+        let mut blocking_pair: [Slices; 2] = Default::default();
+        let mut worker_pair: [Slices; 2] = Default::default();
+        for slice in 0..SLICES {
+            let order = if (rep * SLICES + slice) % 2 == 0 {
+                [true, false]
             } else {
-                raw_cycles(&mut raw, cycles).await?
+                [false, true]
             };
-            let stats = ctx.admin.commandstats().await?.since(&before);
-            let side = if is_ours { &mut a } else { &mut b };
-            side.record(is_ours, cycles, elapsed, lat, &stats);
-
-            // The async pair again from a task on one of the runtime's workers.
-            let before = ctx.admin.commandstats().await?;
-            let (elapsed, lat) = if is_ours {
-                let (lock, owner) = (lock.clone(), owner.clone());
-                tokio::spawn(
-                    async move { ours(&lock, &owner, cycles).await.map_err(|e| e.to_string()) },
-                )
-                .await??
-            } else {
-                let mut raw = raw.clone();
-                tokio::spawn(async move {
-                    raw_cycles(&mut raw, cycles)
-                        .await
-                        .map_err(|e| e.to_string())
+            let cycles = per_slice;
+            // Each pair's two sides back to back: the blocking pair on threads of their own, the
+            // async pair in this task, then again from a task on one of the runtime's workers.
+            for is_ours in order {
+                let i = usize::from(!is_ours);
+                let before = ctx.admin.commandstats().await?;
+                let (bl, rs) = (blocking_lock.take().unwrap(), raw_sync.take().unwrap());
+                let (bl, rs, (elapsed, lat)) = on_plain_thread(move || -> R<_> {
+                    let mut rs = rs;
+                    let run = if is_ours {
+                        ours_blocking(&bl, &owner_b(), cycles)?
+                    } else {
+                        raw_sync_cycles(&mut rs, cycles)?
+                    };
+                    Ok((bl, rs, run))
                 })
-                .await??
-            };
-            let stats = ctx.admin.commandstats().await?.since(&before);
-            let side = if is_ours { &mut e } else { &mut f };
-            side.record(is_ours, cycles, elapsed, lat, &stats);
+                .await?;
+                (blocking_lock, raw_sync) = (Some(bl), Some(rs));
+                let stats = ctx.admin.commandstats().await?.since(&before);
+                blocking_pair[i].add((elapsed, lat), &stats);
+            }
+            for is_ours in order {
+                let i = usize::from(!is_ours);
+                let before = ctx.admin.commandstats().await?;
+                let (elapsed, lat) = if is_ours {
+                    ours(&lock, &owner, cycles).await?
+                } else {
+                    raw_cycles(&mut raw, cycles).await?
+                };
+                let stats = ctx.admin.commandstats().await?.since(&before);
+                async_pair[i].add((elapsed, lat), &stats);
+            }
+            for is_ours in order {
+                let i = usize::from(!is_ours);
+                let before = ctx.admin.commandstats().await?;
+                let (elapsed, lat) = if is_ours {
+                    let (lock, owner) = (lock.clone(), owner.clone());
+                    tokio::spawn(async move {
+                        ours(&lock, &owner, cycles).await.map_err(|e| e.to_string())
+                    })
+                    .await??
+                } else {
+                    let mut raw = raw.clone();
+                    tokio::spawn(async move {
+                        raw_cycles(&mut raw, cycles)
+                            .await
+                            .map_err(|e| e.to_string())
+                    })
+                    .await??
+                };
+                let stats = ctx.admin.commandstats().await?.since(&before);
+                worker_pair[i].add((elapsed, lat), &stats);
+            }
         }
+        let [ours, raw] = async_pair;
+        a.record(true, ours);
+        b.record(false, raw);
+        let [ours, raw] = blocking_pair;
+        c.record(true, ours);
+        d.record(false, raw);
+        let [ours, raw] = worker_pair;
+        e.record(true, ours);
+        f.record(false, raw);
     }
     client.close();
 
@@ -219,8 +260,8 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
             raw_worker_series,
         ],
         notes: format!(
-            "{reps} interleaved reps (order swapped each rep) x {cycles} cycles after {warm} warm-up \
-             cycles; one task; ours: Lock::acquire(owner, wait None, lease 10 s) + release; raw: \
+            "{reps} reps x {cycles} cycles after {warm} warm-up cycles, each rep interleaved \
+             in {SLICES} slices per side (order swapped each slice); one task; ours: Lock::acquire(owner, wait None, lease 10 s) + release; raw: \
              SET NX PX 10000 + EVALSHA compare-and-delete on one multiplexed redis-rs connection; \
              Redis usec from INFO commandstats deltas of the top-level commands; the headline is \
              the async pair; the blocking pair (redlock_core::blocking, used by every other \
