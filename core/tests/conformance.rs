@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 const SCENARIOS: &str = include_str!("../../tests/conformance/scenarios.txt");
+const SPEND_FENCES: &str = include_str!("../../tests/conformance/spend_fences.lua");
 
 /// The contract's name for a result: `ok` or an error kind in snake case.
 fn verdict<T>(result: &Result<T, Error>) -> String {
@@ -27,6 +28,7 @@ fn verdict<T>(result: &Result<T, Error>) -> String {
         Err(Error::LockLost) => "lock_lost".into(),
         Err(Error::UpgradeNotAllowed) => "upgrade_not_allowed".into(),
         Err(Error::Closed) => "closed".into(),
+        Err(Error::Redis(_)) => "redis".into(),
         Err(other) => format!("unexpected error {other:?}"),
     }
 }
@@ -44,7 +46,7 @@ type Alerts = Arc<Mutex<Vec<String>>>;
 
 async fn connect_client(server: &RedisServer, settings: &ClientSettings, alerts: Alerts) -> Client {
     let mut builder = builder(server)
-        .prefix("conformance")
+        .prefix(settings.prefix.as_deref().unwrap_or("conformance"))
         .on_contention(move |alert| alerts.lock().unwrap().push(alert.owner_token.clone()));
     if let Some(lease) = settings.lease {
         builder = builder.lease(lease);
@@ -57,7 +59,10 @@ async fn connect_client(server: &RedisServer, settings: &ClientSettings, alerts:
     builder.connect().await.unwrap()
 }
 
-struct Run {
+struct Run<'s> {
+    server: &'s RedisServer,
+    /// The clients' key prefix.
+    prefix: String,
     clients: [Client; 2],
     alerts: [Alerts; 2],
     name: String,
@@ -66,11 +71,16 @@ struct Run {
     background: HashMap<String, JoinHandle<Result<Hold, Error>>>,
 }
 
-impl Run {
-    async fn start(server: &RedisServer, n: usize, scenario: &Scenario) -> Run {
+impl<'s> Run<'s> {
+    async fn start(server: &'s RedisServer, n: usize, scenario: &Scenario) -> Run<'s> {
         let settings = ClientSettings::of(scenario);
         let alerts: [Alerts; 2] = Default::default();
         Run {
+            server,
+            prefix: settings
+                .prefix
+                .clone()
+                .unwrap_or_else(|| "conformance".into()),
             clients: [
                 connect_client(server, &settings, alerts[0].clone()).await,
                 connect_client(server, &settings, alerts[1].clone()).await,
@@ -261,6 +271,16 @@ impl Run {
                 let read = self.view(1, Some("read")).unwrap().is_locked().await;
                 let write = self.view(1, Some("write")).unwrap().is_locked().await;
                 return check((read.unwrap() || write.unwrap()).to_string());
+            }
+            ("-", "spend_fences") => {
+                let args = ["EVAL", SPEND_FENCES, "0", &self.prefix];
+                // A RESP integer: how many counters were set.
+                let set = self.server.command(&args);
+                return check(if set.starts_with(":0") || !set.starts_with(':') {
+                    format!("no fencing counter was set: {}", set.trim())
+                } else {
+                    "ok".into()
+                });
             }
             ("-", "force_unlock") => {
                 return check(shown(self.clients[1].force_unlock(&self.name).await));

@@ -81,6 +81,8 @@ pub fn ms_arg(step: &Step, key: &str) -> Result<Option<Duration>, String> {
 /// The settings of a scenario's `- clients ...` directive (its first step), or the defaults.
 #[derive(Default)]
 pub struct ClientSettings {
+    /// The clients' key prefix, when not `conformance`.
+    pub prefix: Option<String>,
     pub lease: Option<Duration>,
     pub alert_attempts: Option<u64>,
     pub alert_after: Option<Duration>,
@@ -95,6 +97,7 @@ impl ClientSettings {
         for (key, value) in &first.args {
             let ms = || Duration::from_millis(value.parse().expect("milliseconds"));
             match key.as_str() {
+                "prefix" => settings.prefix = Some(value.clone()),
                 "lease" => settings.lease = Some(ms()),
                 "alert_after" => settings.alert_after = Some(ms()),
                 "alert_attempts" => {
