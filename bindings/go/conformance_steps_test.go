@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,8 @@ func confVerdict(err error) string {
 		return "not_held"
 	case errors.Is(err, ErrClosed):
 		return "closed"
+	case errors.Is(err, ErrRedis):
+		return "redis"
 	}
 	return fmt.Sprintf("unexpected error %v", err)
 }
@@ -73,6 +76,7 @@ type confBackground struct {
 
 // confRun is the state of one scenario.
 type confRun struct {
+	prefix     string // the clients' key prefix: spend_fences works under it
 	clients    [2]*Client
 	alerts     [2]*confAlerts
 	name       string
@@ -291,6 +295,22 @@ func (r *confRun) adminStep(step *confStep, check func(string) error) (handled b
 			locked = locked || held
 		}
 		return true, check(strconv.FormatBool(locked))
+	case "spend_fences":
+		// Read from the repository, so every runner runs the same script.
+		script, err := os.ReadFile(spendFencesFile)
+		if err != nil {
+			return true, err
+		}
+		reply, err := redisCommand("EVAL", string(script), "0", r.prefix)
+		if err != nil {
+			return true, fmt.Errorf("spend_fences.lua: %v", err)
+		}
+		// A RESP integer: how many counters were set; none set means nothing was spent.
+		n, err := strconv.Atoi(strings.TrimPrefix(reply, ":"))
+		if err != nil || !strings.HasPrefix(reply, ":") || n < 1 {
+			return true, check("no fencing counter was set: " + reply)
+		}
+		return true, check("ok")
 	case "force_unlock":
 		held, err := r.clients[1].ForceUnlock(bg, r.name)
 		if err != nil {

@@ -15,8 +15,11 @@ import (
 	"time"
 )
 
-// scenarioFile is relative to the package directory, where go test runs.
-const scenarioFile = "../../tests/conformance/scenarios.txt"
+// scenarioFile and spendFencesFile are relative to the package directory, where go test runs.
+const (
+	scenarioFile    = "../../tests/conformance/scenarios.txt"
+	spendFencesFile = "../../tests/conformance/spend_fences.lua"
+)
 
 type confStep struct {
 	line   int
@@ -112,10 +115,22 @@ func (s *confStep) notApplicable() string {
 	return ""
 }
 
-// clientOptions are the options of both clients of a scenario: key prefix "conformance", the
-// `clients` directive's settings (its first step, if any), and alerts recorded in `alerts`.
+// clientPrefix is the key prefix of both clients of a scenario: the `clients` directive's
+// prefix=, or "conformance".
+func clientPrefix(scenario *confScenario) string {
+	if len(scenario.steps) > 0 && scenario.steps[0].verb == "clients" {
+		if prefix, ok := scenario.steps[0].args["prefix"]; ok {
+			return prefix
+		}
+	}
+	return "conformance"
+}
+
+// clientOptions are the options of both clients of a scenario: its key prefix (clientPrefix),
+// the `clients` directive's other settings (its first step, if any), and alerts recorded in
+// `alerts`.
 func clientOptions(scenario *confScenario, alerts *confAlerts) ([]Option, error) {
-	opts := []Option{WithPrefix("conformance"), OnContention(alerts.record)}
+	opts := []Option{WithPrefix(clientPrefix(scenario)), OnContention(alerts.record)}
 	if len(scenario.steps) == 0 || scenario.steps[0].verb != "clients" {
 		return opts, nil
 	}
@@ -124,6 +139,7 @@ func clientOptions(scenario *confScenario, alerts *confAlerts) ([]Option, error)
 	attempts := 0
 	for key, value := range step.args {
 		switch key {
+		case "prefix": // taken by clientPrefix
 		case "lease":
 			lease, err := step.mustMs(key)
 			if err != nil {
@@ -175,6 +191,7 @@ func TestConformanceScenarios(t *testing.T) {
 			}
 			// Cleanups run last-in first-out: the background waits end before the clients close.
 			run := &confRun{
+				prefix:     clientPrefix(scenario),
 				clients:    clients,
 				alerts:     alerts,
 				name:       fmt.Sprintf("conformance:%d:%s", n, NewOwner().Token()),

@@ -12,6 +12,11 @@
 
 #include "harness.h"
 
+#ifndef CONFORMANCE_SCENARIOS
+/* The Makefile passes the absolute path; this fallback works from the repository root. */
+#define CONFORMANCE_SCENARIOS "tests/conformance/scenarios.txt"
+#endif
+
 enum {
     WORD = 64,          /* longest owner, verb, target, argument or expectation word */
     MAX_ARGS = 8,       /* KEY=VALUE arguments of one step */
@@ -62,6 +67,9 @@ const char *conf_arg(const step *st, const char *key);
 bool conf_arg_ms(const step *st, const char *key, int64_t *out, char *why, size_t cap);
 /* The expectation words joined by spaces. */
 void conf_expected(const step *st, char *buf, size_t cap);
+/* The whole text of `file` in the scenario file's directory (e.g. "spend_fences.lua"), read at
+ * run time like the scenarios (free it with free); NULL with `why` set when it cannot be read. */
+char *conf_read_beside(const char *file, char *why, size_t cap);
 
 /* ---- the library's inspect JSON (conformance_json.c) -------------------------------------- */
 
@@ -111,6 +119,7 @@ typedef struct alert_log {
 } alert_log;
 
 typedef struct run {
+    char prefix[WORD]; /* the clients' key prefix: `spend_fences` works under it */
     rl_client clients[2];
     alert_log alerts[2];
     char name[RL_MAX_NAME_LEN + 1];

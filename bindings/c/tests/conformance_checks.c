@@ -18,6 +18,7 @@ void conf_verdict(rl_status status, const rl_error *err, char *buf, size_t cap) 
     case RL_LOCK_LOST: snprintf(buf, cap, "lock_lost"); break;
     case RL_UPGRADE_NOT_ALLOWED: snprintf(buf, cap, "upgrade_not_allowed"); break;
     case RL_CLOSED: snprintf(buf, cap, "closed"); break;
+    case RL_REDIS: snprintf(buf, cap, "redis"); break;
     default:
         snprintf(buf, cap, "failure (%s: %s)", rl_status_name(status),
                  err && err->message ? err->message : "no message");

@@ -192,3 +192,45 @@ void conf_expected(const step *st, char *buf, size_t cap) {
         used += (size_t)n;
     }
 }
+
+char *conf_read_beside(const char *file, char *why, size_t cap) {
+    const char *slash = strrchr(CONFORMANCE_SCENARIOS, '/');
+    int dir_len = slash ? (int)(slash - CONFORMANCE_SCENARIOS + 1) : 0;
+    char path[LINE];
+    snprintf(path, sizeof path, "%.*s%s", dir_len, CONFORMANCE_SCENARIOS, file);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(why, cap, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *text = NULL;
+    size_t len = 0, size = 0;
+    bool ok = true;
+    for (;;) {
+        if (len + 1 >= size) {
+            size_t size2 = size ? size * 2 : 1024;
+            char *grown = realloc(text, size2);
+            if (!grown) {
+                snprintf(why, cap, "out of memory");
+                ok = false;
+                break;
+            }
+            text = grown;
+            size = size2;
+        }
+        size_t got = fread(text + len, 1, size - len - 1, f);
+        len += got;
+        if (got == 0) break;
+    }
+    if (ok && ferror(f)) {
+        snprintf(why, cap, "cannot read %s", path);
+        ok = false;
+    }
+    fclose(f);
+    if (!ok) {
+        free(text);
+        return NULL;
+    }
+    text[len] = '\0';
+    return text;
+}

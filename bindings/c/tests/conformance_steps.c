@@ -24,15 +24,15 @@ static bool setting(const step *st, const char *key, int64_t *out, char *why, si
     return conf_arg(st, key) == NULL || conf_arg_ms(st, key, out, why, cap);
 }
 
-/* Connects a client with key prefix "conformance", the `clients` directive's settings (`dir`,
+/* Connects a client with key prefix `prefix`, the `clients` directive's other settings (`dir`,
  * NULL for none) and a contention callback writing to `log`. */
-static bool connect_client(const step *dir, alert_log *log, rl_client *out, rl_error *err,
-                           char *why, size_t cap) {
+static bool connect_client(const step *dir, const char *prefix, alert_log *log, rl_client *out,
+                           rl_error *err, char *why, size_t cap) {
     int64_t lease = -1, attempts = -1, after = -1;
     for (int i = 0; dir && i < dir->nargs; i++) {
         const char *key = dir->arg_key[i];
         if (strcmp(key, "lease") != 0 && strcmp(key, "alert_attempts") != 0 &&
-            strcmp(key, "alert_after") != 0) {
+            strcmp(key, "alert_after") != 0 && strcmp(key, "prefix") != 0) {
             snprintf(why, cap, "unknown client setting %s", key);
             return false;
         }
@@ -43,7 +43,7 @@ static bool connect_client(const step *dir, alert_log *log, rl_client *out, rl_e
         return false;
     rl_options options = {0};
     bool ok = rl_options_new(&options, err) == RL_OK &&
-              rl_options_set_prefix(options, "conformance", err) == RL_OK &&
+              rl_options_set_prefix(options, prefix, err) == RL_OK &&
               rl_options_set_on_contention(options, on_alert, log, err) == RL_OK &&
               (lease < 0 || rl_options_set_lease_ms(options, lease, err) == RL_OK) &&
               ((attempts < 0 && after < 0) ||
@@ -59,8 +59,11 @@ bool start_run(run *r, const scenario *sc, size_t n, char *why, size_t cap) {
                                                                                    : NULL;
     /* Both first: end_run destroys both, even after a failed connect. */
     for (int i = 0; i < 2; i++) pthread_mutex_init(&r->alerts[i].mutex, NULL);
+    const char *prefix = dir ? conf_arg(dir, "prefix") : NULL;
+    conf_copy_word(r->prefix, prefix ? prefix : "conformance"); /* fits: a WORD of the file */
     for (int i = 0; i < 2; i++) {
-        if (!connect_client(dir, &r->alerts[i], &r->clients[i], &r->err, why, cap)) return false;
+        if (!connect_client(dir, r->prefix, &r->alerts[i], &r->clients[i], &r->err, why, cap))
+            return false;
     }
     rl_owner random = {0};
     char *token = NULL;
@@ -256,6 +259,30 @@ static bool finish_background(run *r, const step *st, bool cancel, char *why, si
 
 /* ---- the steps ----------------------------------------------------------------------------- */
 
+/* `spend_fences`: runs tests/conformance/spend_fences.lua on a plain connection, under the
+ * clients' prefix. The script is read from the repository, so every runner runs the same one. */
+static bool spend_fences(run *r, const step *st, char *why, size_t cap) {
+    char *script = conf_read_beside("spend_fences.lua", why, cap);
+    if (!script) return false;
+    const char *eval[] = {"EVAL", script, "0", r->prefix};
+    char reply[512];
+    bool sent = redis_command(reply, sizeof reply, 4, eval);
+    free(script);
+    if (!sent) {
+        snprintf(why, cap, "cannot send spend_fences.lua to redis-server");
+        return false;
+    }
+    /* A RESP integer: how many counters were set; none set means nothing was spent. */
+    char got[600];
+    if (reply[0] == ':' && strtol(reply + 1, NULL, 10) >= 1) {
+        snprintf(got, sizeof got, "ok");
+    } else {
+        reply[strcspn(reply, "\r\n")] = '\0';
+        snprintf(got, sizeof got, "no fencing counter was set: %s", reply);
+    }
+    return conf_check(st, got, why, cap);
+}
+
 /* The steps of OWNER `-`; `*handled` is false for any other verb. */
 static bool admin_step(run *r, const step *st, bool *handled, char *why, size_t cap) {
     *handled = true;
@@ -290,6 +317,7 @@ static bool admin_step(run *r, const step *st, bool *handled, char *why, size_t 
         }
         return conf_check(st, locked[0] || locked[1] ? "true" : "false", why, cap);
     }
+    if (strcmp(st->verb, "spend_fences") == 0) return spend_fences(r, st, why, cap);
     if (strcmp(st->verb, "force_unlock") == 0) {
         bool was_held = false;
         rl_status status = rl_client_force_unlock(r->clients[1], r->name, &was_held, &r->err);

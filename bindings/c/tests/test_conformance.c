@@ -6,11 +6,6 @@
 
 #include "conformance.h"
 
-#ifndef CONFORMANCE_SCENARIOS
-/* The Makefile passes the absolute path; this fallback works from the repository root. */
-#define CONFORMANCE_SCENARIOS "tests/conformance/scenarios.txt"
-#endif
-
 static void every_scenario_reaches_its_verdicts(void) {
     scenario_list list = {0};
     char why[WHY];

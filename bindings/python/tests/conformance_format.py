@@ -10,6 +10,11 @@ from pathlib import Path
 from typing import Any
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "tests" / "conformance" / "scenarios.txt"
+# The script of the admin verb `spend_fences`, next to the scenarios (read when the verb runs).
+SPEND_FENCES = SCENARIOS.with_name("spend_fences.lua")
+
+# The clients' key prefix unless the `clients` directive gives one.
+DEFAULT_PREFIX = "conformance"
 
 
 @dataclass
@@ -31,13 +36,16 @@ class Scenario:
 
     def client_settings(self) -> dict[str, Any]:
         """The ``Client`` keyword arguments of the scenario's ``clients`` directive (its first
-        step), or none. Either alert threshold given turns the one not given off."""
+        step): ``prefix`` (always, ``conformance`` by default), ``lease`` and the contention-alert
+        thresholds. Either alert threshold given turns the one not given off."""
+        settings: dict[str, Any] = {"prefix": DEFAULT_PREFIX}
         if not self.steps or self.steps[0].verb != "clients":
-            return {}
+            return settings
         directive = self.steps[0]
-        settings: dict[str, Any] = {}
         for key, value in directive.args.items():
-            if key == "lease":
+            if key == "prefix":
+                settings["prefix"] = value
+            elif key == "lease":
                 settings["lease"] = int(value) / 1000
             elif key == "alert_after":
                 settings["contention_alert_after"] = int(value) / 1000

@@ -21,7 +21,16 @@ from typing import Any
 
 import pytest
 import redlock_sdk as rl
-from conformance_format import ALERT_SETTLE, ALERT_WAIT, SCENARIOS, Scenario, Step, parse, seconds
+from conformance_format import (
+    ALERT_SETTLE,
+    ALERT_WAIT,
+    SCENARIOS,
+    SPEND_FENCES,
+    Scenario,
+    Step,
+    parse,
+    seconds,
+)
 
 # How long `await` waits for a background acquire beyond its own wait before calling it hung.
 _AWAIT_GRACE = 30.0
@@ -49,6 +58,8 @@ def error_verdict(e: BaseException) -> str:
         return "not_held"
     if isinstance(e, rl.ClientClosedError):
         return "closed"
+    if isinstance(e, rl.RedisError):
+        return "redis"
     return f"unexpected error {type(e).__name__}: {e}"
 
 
@@ -101,12 +112,13 @@ class Background:
 
 
 class Run:
-    def __init__(self, scenario: Scenario, url: str, name: str) -> None:
+    def __init__(self, scenario: Scenario, server: Any, name: str) -> None:
         settings = scenario.client_settings()
+        self.server = server  # the conftest RedisServer: `spend_fences` talks to it directly
+        self.prefix: str = settings["prefix"]
         self.alerts: tuple[list[str], list[str]] = ([], [])
         self.clients = tuple(
-            rl.Client(url, prefix="conformance", on_contention=self._recorder(i), **settings)
-            for i in range(2)
+            rl.Client(server.url, on_contention=self._recorder(i), **settings) for i in range(2)
         )
         self.name = name
         self.owners: dict[str, str] = {}
@@ -248,6 +260,12 @@ class Run:
             check(str(self.clients[1].force_unlock(self.name)).lower())
         elif verb == "inspect":
             self.check_inspect(lambda: self.clients[1].inspect(self.name), None, step.expect)
+        elif verb == "spend_fences":
+            script = SPEND_FENCES.read_text(encoding="utf-8")
+            reply = self.server.command("EVAL", script, "0", self.prefix)
+            # A RESP integer (":N\r\n"): how many fencing counters the script set.
+            counters = int(reply[1:]) if reply.startswith(":") else 0
+            check("ok" if counters >= 1 else f"no fencing counter was set: {reply.strip()}")
         else:
             return False
         return True
@@ -343,7 +361,7 @@ def test_scenario(redis_server: Any, index: int, scenario: Scenario) -> None:
     unsupported = scenario.unsupported()
     if unsupported is not None:
         pytest.skip(f"not expressible in Python: {unsupported}")
-    run = Run(scenario, redis_server.url, f"conformance:{index}:{uuid.uuid4().hex}")
+    run = Run(scenario, redis_server, f"conformance:{index}:{uuid.uuid4().hex}")
     try:
         for step in scenario.steps_to_run():
             why = None

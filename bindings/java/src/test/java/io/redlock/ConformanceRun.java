@@ -1,6 +1,14 @@
 package io.redlock;
 
 import io.redlock.ConformanceScenarios.Step;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -19,10 +27,15 @@ import java.util.function.Supplier;
  * (verbs: {@code tests/conformance/README.md}).
  */
 final class ConformanceRun implements AutoCloseable {
+  /** The clients' key prefix unless the {@code clients} directive gives one. */
   static final String PREFIX = "conformance";
   /** How long {@code await} and {@code cancel} wait for a background acquire to end. */
   static final Duration BACKGROUND_TIMEOUT = Duration.ofSeconds(45);
 
+  /** The redis-server's URL: {@code spend_fences} talks to it on a plain connection. */
+  private final String url;
+  /** The clients' key prefix. */
+  private final String prefix;
   private final RedlockClient[] clients = new RedlockClient[2];
   /** The waiting owner's token of every contention alert, per client. */
   private final List<List<String>> alerts =
@@ -64,12 +77,15 @@ final class ConformanceRun implements AutoCloseable {
 
   /** Connects both clients, with the {@code clients} directive's settings ({@code null}: none). */
   ConformanceRun(String url, int index, Step settings) {
+    this.url = url;
+    String given = settings == null ? null : settings.args().get("prefix");
+    this.prefix = given == null ? PREFIX : given;
     try {
       for (int i = 0; i < 2; i++) {
         List<String> log = alerts.get(i);
         RedlockClient.Builder builder =
             RedlockClient.builder(url)
-                .prefix(PREFIX)
+                .prefix(prefix)
                 .contentionListener(alert -> log.add(alert.ownerToken()));
         if (settings != null) {
           Long lease = settings.ms("lease");
@@ -127,6 +143,9 @@ final class ConformanceRun implements AutoCloseable {
     }
     if (e instanceof ClientClosedException) {
       return "closed";
+    }
+    if (e instanceof RedisServerException) {
+      return "redis";
     }
     return "unexpected error " + e;
   }
@@ -228,6 +247,47 @@ final class ConformanceRun implements AutoCloseable {
   private boolean locked() {
     DistributedReadWriteLock admin = admin();
     return admin.readLock().isLocked() || admin.writeLock().isLocked();
+  }
+
+  /**
+   * {@code spend_fences}: runs the script ({@code EVAL} with no keys and the clients' prefix) on a
+   * plain connection, not through the binding, which has no raw commands. Its reply is a RESP
+   * integer, how many fencing counters it set; {@code ok} when at least one.
+   */
+  private String spendFences() throws IOException {
+    String script = Files.readString(ConformanceScenarios.spendFencesScript());
+    String reply = command("EVAL", script, "0", prefix);
+    return reply.startsWith(":") && Long.parseLong(reply.substring(1)) >= 1
+        ? "ok"
+        : "no fencing counter was set: " + reply;
+  }
+
+  /** One command in RESP over a plain socket; the first line of the reply. */
+  private String command(String... args) throws IOException {
+    URI server = URI.create(url);
+    try (Socket socket = new Socket(server.getHost(), server.getPort())) {
+      socket.setSoTimeout(5000);
+      StringBuilder request = new StringBuilder("*").append(args.length).append("\r\n");
+      for (String arg : args) {
+        request
+            .append('$')
+            .append(arg.getBytes(StandardCharsets.UTF_8).length)
+            .append("\r\n")
+            .append(arg)
+            .append("\r\n");
+      }
+      OutputStream out = socket.getOutputStream();
+      out.write(request.toString().getBytes(StandardCharsets.UTF_8));
+      out.flush();
+      BufferedReader in =
+          new BufferedReader(
+              new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+      String line = in.readLine();
+      if (line == null) {
+        throw new IOException("redis-server closed the connection without a reply");
+      }
+      return line;
+    }
   }
 
   private static String check(List<String> expect, String got) {
@@ -375,6 +435,8 @@ final class ConformanceRun implements AutoCloseable {
         return check(expect, String.valueOf(locked()));
       case "inspect":
         return checkInspect(() -> clients[1].inspect(name), null, null, expect);
+      case "spend_fences":
+        return check(expect, spendFences());
       case "force_unlock":
         {
           // DistributedLock.forceUnlock() returns nothing (the native call's "was it held"

@@ -100,7 +100,8 @@ final class ConformanceScenarios {
   /**
    * Arguments (of any step, the {@code clients} directive included) the Java binding has no API
    * for (argument -> why). Empty: {@code label=} is {@code DistributedLock.withLabel}, {@code
-   * alert_attempts=} is {@code RedlockClient.Builder.contentionAlertAttempts}.
+   * alert_attempts=} is {@code RedlockClient.Builder.contentionAlertAttempts}, {@code prefix=} is
+   * {@code RedlockClient.Builder.prefix}.
    */
   static final Map<String, String> UNSUPPORTED_ARGS = Map.of();
 
@@ -109,6 +110,11 @@ final class ConformanceScenarios {
     return Path.of(System.getProperty("user.dir"))
         .resolve("../../tests/conformance/scenarios.txt")
         .normalize();
+  }
+
+  /** The script of the admin verb {@code spend_fences}, next to the scenario file. */
+  static Path spendFencesScript() {
+    return file().resolveSibling("spend_fences.lua");
   }
 
   static List<Scenario> parse(List<String> lines) {
