@@ -203,31 +203,14 @@ char *conf_read_beside(const char *file, char *why, size_t cap) {
         snprintf(why, cap, "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
-    char *text = NULL;
-    size_t len = 0, size = 0;
-    bool ok = true;
-    for (;;) {
-        if (len + 1 >= size) {
-            size_t size2 = size ? size * 2 : 1024;
-            char *grown = realloc(text, size2);
-            if (!grown) {
-                snprintf(why, cap, "out of memory");
-                ok = false;
-                break;
-            }
-            text = grown;
-            size = size2;
-        }
-        size_t got = fread(text + len, 1, size - len - 1, f);
-        len += got;
-        if (got == 0) break;
-    }
-    if (ok && ferror(f)) {
-        snprintf(why, cap, "cannot read %s", path);
-        ok = false;
-    }
+    /* A short script: one read fills it, and a file that fills the buffer is refused. */
+    enum { MAX_TEXT = 16384 };
+    char *text = malloc(MAX_TEXT);
+    size_t len = text ? fread(text, 1, MAX_TEXT, f) : 0;
+    bool ok = text && !ferror(f) && len < MAX_TEXT;
     fclose(f);
     if (!ok) {
+        snprintf(why, cap, "cannot read %s (or it is over %d bytes)", path, MAX_TEXT - 1);
         free(text);
         return NULL;
     }

@@ -12,8 +12,9 @@ use crate::keys::KeyArg;
 use crate::lock::Mode;
 use crate::lock::scripts::SCRIPTS;
 
-/// What a renewal sends for one hold, in one allocation: the state key, then the owner token. At 100 000 holds, building a tick's calls is mostly waiting for memory: one cache
-/// miss per hold here instead of three (the lock's keys, the key text, the token).
+/// What a renewal sends for one hold, in one allocation: the state key, then the owner token.
+/// At 100 000 holds, building a tick's calls is mostly waiting for memory: one cache miss per
+/// hold here instead of three (the lock's keys, the key text, the token).
 #[derive(Clone)]
 pub(super) struct Renewal {
     text: Arc<str>,

@@ -1,13 +1,7 @@
 package io.redlock;
 
 import io.redlock.ConformanceScenarios.Step;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.net.Socket;
-import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -32,8 +26,8 @@ final class ConformanceRun implements AutoCloseable {
   /** How long {@code await} and {@code cancel} wait for a background acquire to end. */
   static final Duration BACKGROUND_TIMEOUT = Duration.ofSeconds(45);
 
-  /** The redis-server's URL: {@code spend_fences} talks to it on a plain connection. */
-  private final String url;
+  /** The redis-server: {@code spend_fences} talks to it on a plain connection. */
+  private final RedisServer server;
   /** The clients' key prefix. */
   private final String prefix;
   private final RedlockClient[] clients = new RedlockClient[2];
@@ -76,15 +70,15 @@ final class ConformanceRun implements AutoCloseable {
   }
 
   /** Connects both clients, with the {@code clients} directive's settings ({@code null}: none). */
-  ConformanceRun(String url, int index, Step settings) {
-    this.url = url;
+  ConformanceRun(RedisServer server, int index, Step settings) {
+    this.server = server;
     String given = settings == null ? null : settings.args().get("prefix");
     this.prefix = given == null ? PREFIX : given;
     try {
       for (int i = 0; i < 2; i++) {
         List<String> log = alerts.get(i);
         RedlockClient.Builder builder =
-            RedlockClient.builder(url)
+            RedlockClient.builder(server.url())
                 .prefix(prefix)
                 .contentionListener(alert -> log.add(alert.ownerToken()));
         if (settings != null) {
@@ -256,38 +250,10 @@ final class ConformanceRun implements AutoCloseable {
    */
   private String spendFences() throws IOException {
     String script = Files.readString(ConformanceScenarios.spendFencesScript());
-    String reply = command("EVAL", script, "0", prefix);
+    String reply = server.command("EVAL", script, "0", prefix);
     return reply.startsWith(":") && Long.parseLong(reply.substring(1)) >= 1
         ? "ok"
         : "no fencing counter was set: " + reply;
-  }
-
-  /** One command in RESP over a plain socket; the first line of the reply. */
-  private String command(String... args) throws IOException {
-    URI server = URI.create(url);
-    try (Socket socket = new Socket(server.getHost(), server.getPort())) {
-      socket.setSoTimeout(5000);
-      StringBuilder request = new StringBuilder("*").append(args.length).append("\r\n");
-      for (String arg : args) {
-        request
-            .append('$')
-            .append(arg.getBytes(StandardCharsets.UTF_8).length)
-            .append("\r\n")
-            .append(arg)
-            .append("\r\n");
-      }
-      OutputStream out = socket.getOutputStream();
-      out.write(request.toString().getBytes(StandardCharsets.UTF_8));
-      out.flush();
-      BufferedReader in =
-          new BufferedReader(
-              new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
-      String line = in.readLine();
-      if (line == null) {
-        throw new IOException("redis-server closed the connection without a reply");
-      }
-      return line;
-    }
   }
 
   private static String check(List<String> expect, String got) {

@@ -62,7 +62,7 @@ class ConformanceTest extends RedisTestBase {
 
   private static void runScenario(int index, Scenario scenario) throws Exception {
     try (ConformanceRun run =
-        new ConformanceRun(redis.url(), index, scenario.clientsDirective())) {
+        new ConformanceRun(redis, index, scenario.clientsDirective())) {
       for (Step step : scenario.stepsToRun()) {
         String notApplicable = step.notApplicable();
         if (notApplicable != null) {

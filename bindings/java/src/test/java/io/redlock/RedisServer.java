@@ -1,9 +1,13 @@
 package io.redlock;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
@@ -53,6 +57,33 @@ final class RedisServer implements AutoCloseable {
 
   String url() {
     return "redis://127.0.0.1:" + port;
+  }
+
+  /** One command in RESP over a plain socket; the first line of the reply. */
+  String command(String... args) throws IOException {
+    try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), port)) {
+      socket.setSoTimeout(5000);
+      StringBuilder request = new StringBuilder("*").append(args.length).append("\r\n");
+      for (String arg : args) {
+        request
+            .append('$')
+            .append(arg.getBytes(StandardCharsets.UTF_8).length)
+            .append("\r\n")
+            .append(arg)
+            .append("\r\n");
+      }
+      OutputStream out = socket.getOutputStream();
+      out.write(request.toString().getBytes(StandardCharsets.UTF_8));
+      out.flush();
+      BufferedReader in =
+          new BufferedReader(
+              new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+      String line = in.readLine();
+      if (line == null) {
+        throw new IOException("redis-server closed the connection without a reply");
+      }
+      return line;
+    }
   }
 
   private static int freePort() throws IOException {
