@@ -229,6 +229,53 @@ async fn tls_connections_with_rediss_urls() {
     assert!(waiting.await.unwrap().is_ok());
 }
 
+/// Channels of lock `name` subscribed on the server: its wake-up channel and grant channels.
+fn channels_of(server: &RedisServer, name: &str) -> usize {
+    let reply = server.command(&["PUBSUB", "CHANNELS", &format!("*{{{name}}}*")]);
+    let count = reply.strip_prefix('*').and_then(|r| r.split("\r\n").next());
+    count.and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+/// A waiter of a client connected with `url` subscribes (it would still get the lock through
+/// its re-checks were its pub/sub connection refused), then gets the lock when it is released.
+async fn waiter_listens(server: &RedisServer, url: &str, name: &str) {
+    let (holder, waiting) = (
+        Client::connect(url).await.unwrap(),
+        Client::connect(url).await.unwrap(),
+    );
+    let lock = holder.lock(name).unwrap();
+    let owner = Owner::random();
+    lock.acquire(&owner, NOW, None).await.unwrap();
+    let waiter = waiting.lock(name).unwrap();
+    let waits = tokio::spawn(async move {
+        waiter
+            .acquire(&Owner::random(), Some(Duration::from_secs(10)), None)
+            .await
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // The lock's channel and the waiting client's grant channel.
+    while channels_of(server, name) < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no subscription for {name} at {url}"
+        );
+        tokio::time::sleep(ms(10)).await;
+    }
+    lock.release(&owner).await.unwrap();
+    assert!(waits.await.unwrap().is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_subscribe_on_servers_that_want_a_password_or_a_user_and_over_tls() {
+    let server = RedisServer::start_with_password(Some("s3cret"));
+    waiter_listens(&server, &server.url(), "with-password").await;
+    server.add_user("app", "app-pass");
+    let as_app = format!("redis://app:app-pass@127.0.0.1:{}/3", server.port());
+    waiter_listens(&server, &as_app, "as-user").await;
+    let tls = RedisServer::start_tls();
+    waiter_listens(&tls, &tls.url(), "over-tls").await;
+}
+
 /// An attempt that times out is still on the wire: Redis runs it once it is free again. The
 /// caller was told `Connection`, so what the late attempt did must be undone — a hold it took,
 /// or a waiter it announced (which a release would otherwise grant the lock to).
