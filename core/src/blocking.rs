@@ -30,6 +30,8 @@ pub use tokio_util::sync::CancellationToken as CancelToken;
 
 pub mod pending;
 pub mod polled;
+#[cfg(target_os = "linux")]
+mod watch;
 pub use pending::{PendingAcquire, Started};
 pub use polled::Polled;
 
@@ -89,6 +91,25 @@ where
     } else {
         run()
     }
+}
+
+/// [`block_on`] for an acquire of `lock`: while it waits for the lock, this thread watches the
+/// client's pub/sub socket itself where it can (see [`watch`]), so that a grant wakes it at once.
+pub(crate) fn block_on_acquire<F>(lock: &crate::Lock, future: F) -> F::Output
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    #[cfg(target_os = "linux")]
+    if tokio::runtime::Handle::try_current().is_err()
+        && let Some(signal) = watch::thread_signal()
+    {
+        let _caller = BlockingCaller::enter();
+        let socket = lock.client.pubsub.watch_socket();
+        return watch::run(runtime(), &signal, socket, future);
+    }
+    let _ = lock;
+    block_on(future)
 }
 
 /// Runs `work`, which `cancel` (if given), triggered from any thread, ends with `Cancelled`.
@@ -315,7 +336,10 @@ impl Lock {
         cancel: Option<&CancelToken>,
     ) -> Result<Hold> {
         let lock = self.current()?;
-        block_on(async move { cancellable(cancel, lock.acquire_with(owner, options)).await })
+        block_on_acquire(
+            &lock,
+            cancellable(cancel, lock.acquire_with(owner, options)),
+        )
     }
 
     pub fn try_acquire(&self, owner: &Owner, lease: Option<Duration>) -> Result<Option<Hold>> {

@@ -18,7 +18,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::Duration;
 
-use super::{CancelToken, Lock, block_on, cancellable, runtime};
+use super::{CancelToken, Lock, block_on_acquire, cancellable, runtime};
 use crate::error::{Error, Result};
 use crate::lock::{AcquireOptions, Hold};
 use crate::owner::Owner;
@@ -53,7 +53,7 @@ impl Lock {
         let mut acquiring = acquiring(lock.clone(), owner.clone(), options, cancel.clone());
         // The first poll makes the first attempt on this thread (see `direct`); only an acquire
         // still waiting after it needs a timer, which must be made inside the runtime.
-        let first = block_on(async {
+        let first = block_on_acquire(&lock, async {
             let first = std::future::poll_fn(|cx| Poll::Ready(acquiring.as_mut().poll(cx))).await;
             match first {
                 Poll::Ready(result) => Some(result),

@@ -20,7 +20,6 @@ mod wire;
 pub(crate) use hot::{
     DEFAULT_DIRECT_CONNECTIONS, HotConnection, HotConnections, MAX_DIRECT_CONNECTIONS,
 };
-#[cfg(feature = "test-support")]
 pub(crate) use resp::parse as parse_reply;
 
 use std::sync::Mutex;

@@ -10,7 +10,9 @@
 //! *grant channel of the waiter's client* (the lock's channel plus `:CLIENT`, the start of every
 //! waiter id of this client), which only this client subscribes to beside the lock's channel.
 //! Redis counts who hears it: a grant nobody hears (the client is gone, or its pub/sub
-//! connection is down) is not made. The hub keeps grants until the waiter takes them.
+//! connection is down) is not made. The hub keeps grants until the waiter takes them. A blocking
+//! waiter may find its grant in the socket before the hub's task reads it there ([`socket`]);
+//! each grant is handed out once, whichever reads it first.
 
 use std::collections::HashMap;
 use std::fmt::{self, Write};
@@ -23,11 +25,17 @@ use futures_util::StreamExt;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+mod socket;
+use socket::SocketWatch;
+pub(crate) use socket::WatchedSocket;
+
 pub(crate) struct PubSubHub {
     redis: redis::Client,
     /// Random, so ids never repeat across clients: every waiter id of this client is
     /// `CLIENT-SEQ:TOKEN`, and its grants arrive on a lock's channel plus `:CLIENT`.
     client: Box<str>,
+    /// `:CLIENT`: a lock's channel plus this is where grants to this client's waiters arrive.
+    grant_suffix: Arc<str>,
     waiter_seq: AtomicU64,
     shared: Arc<Shared>,
     commands: OnceLock<mpsc::UnboundedSender<String>>,
@@ -40,6 +48,40 @@ pub(crate) struct PubSubHub {
 #[derive(Default)]
 struct Shared {
     channels: Mutex<HashMap<String, ChannelState>>,
+    socket: SocketWatch,
+}
+
+/// Wakes a channel's waiters for a release, or hands out a grant to one of this client's
+/// waiters. `early` (a waiter read the message in the socket, still unread): grants only.
+fn dispatch(
+    channels: &HashMap<String, ChannelState>,
+    grant_suffix: &str,
+    name: &str,
+    payload: &[u8],
+    early: bool,
+) {
+    if let Some(state) = channels.get(name) {
+        if !early {
+            state.signal.fire();
+        }
+        return;
+    }
+    let Some(state) = name
+        .strip_suffix(grant_suffix)
+        .and_then(|lock_channel| channels.get(lock_channel))
+    else {
+        return;
+    };
+    let grant = payload.strip_prefix(b"g:").and_then(|g| {
+        let (fence, waiter) = std::str::from_utf8(g).ok()?.split_once(':')?;
+        Some((fence.parse::<u64>().ok()?, waiter))
+    });
+    match grant {
+        Some((fence, waiter)) => state.signal.grant(waiter, fence, early),
+        // Not a grant we understand: let the waiters look for themselves.
+        None if !early => state.signal.fire(),
+        None => {}
+    }
 }
 
 /// Wake-ups of one channel, how many messages (or reconnects) it has seen, and the grants to
@@ -49,7 +91,16 @@ pub(crate) struct Signal {
     notify: Arc<Notify>,
     messages: AtomicU64,
     reconnects: AtomicU64,
-    grants: Mutex<HashMap<String, u64>>,
+    grants: Mutex<Grants>,
+}
+
+/// Grants to this client's waiters: those not taken yet, and those handed out early by a
+/// waiter that read them in the socket (see [`WatchedSocket::grant_early`]) before the
+/// connection task read them there.
+#[derive(Default)]
+struct Grants {
+    untaken: HashMap<String, u64>,
+    early: HashMap<String, u64>,
 }
 
 impl Signal {
@@ -58,13 +109,28 @@ impl Signal {
         self.notify.notify_waiters();
     }
 
-    fn grant(&self, waiter: &str, fence: u64) {
+    /// A grant read by the connection task (`early`: by a waiter in the socket, still unread).
+    /// Each grant is handed out once: the task's reading of an early one is dropped.
+    fn grant(&self, waiter: &str, fence: u64, early: bool) {
         let mut grants = self.grants.lock().unwrap();
-        // Grants whose waiter left before taking them are bounded (the waiter also removes its own).
-        if grants.len() >= MAX_UNTAKEN_GRANTS {
-            grants.clear();
+        if early {
+            // A message still unread may be looked at again.
+            if grants.early.get(waiter) == Some(&fence) {
+                return;
+            }
+            if grants.early.len() >= MAX_UNTAKEN_GRANTS {
+                grants.early.clear();
+            }
+            grants.early.insert(waiter.to_owned(), fence);
+        } else if grants.early.get(waiter) == Some(&fence) {
+            grants.early.remove(waiter);
+            return;
         }
-        grants.insert(waiter.to_owned(), fence);
+        // Grants whose waiter left before taking them are bounded (the waiter also removes its own).
+        if grants.untaken.len() >= MAX_UNTAKEN_GRANTS {
+            grants.untaken.clear();
+        }
+        grants.untaken.insert(waiter.to_owned(), fence);
         drop(grants);
         self.fire();
     }
@@ -110,7 +176,7 @@ impl Subscription {
 
     /// The fencing token of a grant to `waiter`, taken (only once) if it arrived.
     pub(crate) fn take_grant(&self, waiter: &str) -> Option<u64> {
-        self.signal.grants.lock().unwrap().remove(waiter)
+        self.signal.grants.lock().unwrap().untaken.remove(waiter)
     }
 }
 
@@ -137,6 +203,7 @@ impl PubSubHub {
         PubSubHub {
             redis,
             client: nonce[..12].into(),
+            grant_suffix: format!(":{}", &nonce[..12]).into(),
             waiter_seq: AtomicU64::new(0),
             shared: Arc::default(),
             commands: OnceLock::new(),
@@ -210,6 +277,15 @@ impl PubSubHub {
         subscription
     }
 
+    /// The right to watch this client's pub/sub socket, unless another waiter has it.
+    pub(crate) fn watch_socket(&self) -> Option<WatchedSocket> {
+        let taken = &self.shared.socket.taken;
+        (!taken.swap(true, Ordering::AcqRel)).then(|| WatchedSocket {
+            shared: self.shared.clone(),
+            grant_suffix: self.grant_suffix.clone(),
+        })
+    }
+
     fn subscription(&self, channel: &str, state: &ChannelState) -> Subscription {
         Subscription {
             channel: channel.to_owned(),
@@ -223,7 +299,7 @@ impl PubSubHub {
             let (tx, rx) = mpsc::unbounded_channel();
             let task = HubTask {
                 redis: self.redis.clone(),
-                grant_suffix: format!(":{}", self.client).into(),
+                grant_suffix: self.grant_suffix.clone(),
                 shared: self.shared.clone(),
                 shutdown: self.shutdown.clone(),
                 connect_timeout: self.connect_timeout,
@@ -239,7 +315,7 @@ impl PubSubHub {
 struct HubTask {
     redis: redis::Client,
     /// `:CLIENT`: a lock's channel plus this is where grants to this client's waiters arrive.
-    grant_suffix: Box<str>,
+    grant_suffix: Arc<str>,
     shared: Arc<Shared>,
     shutdown: CancellationToken,
     connect_timeout: Duration,
@@ -258,7 +334,7 @@ impl HubTask {
         loop {
             let connected = tokio::select! {
                 _ = self.shutdown.cancelled() => return,
-                c = tokio::time::timeout(self.connect_timeout, self.redis.get_async_pubsub()) => c,
+                c = tokio::time::timeout(self.connect_timeout, socket::connect(&self.redis, &self.shared)) => c,
             };
             match connected {
                 Ok(Ok(pubsub)) => {
@@ -309,7 +385,11 @@ impl HubTask {
             tokio::select! {
                 _ = self.shutdown.cancelled() => return Disconnect::Shutdown,
                 message = stream.next() => match message {
-                    Some(msg) => self.dispatch(&msg),
+                    Some(msg) => {
+                        self.dispatch(&msg);
+                        // After the wake-ups: a socket watcher seeing this knows whether it was one.
+                        self.shared.socket.dispatched.fetch_add(1, Ordering::AcqRel);
+                    }
                     None => return Disconnect::Lost,
                 },
                 request = requests.recv() => {
@@ -362,29 +442,10 @@ impl HubTask {
             .collect()
     }
 
-    /// Wakes the channel's waiters for a release, or for a grant to one of this client's waiters.
     fn dispatch(&self, msg: &redis::Msg) {
-        let name = msg.get_channel_name();
+        let (name, payload) = (msg.get_channel_name(), msg.get_payload_bytes());
         let channels = self.shared.channels.lock().unwrap();
-        if let Some(state) = channels.get(name) {
-            state.signal.fire();
-            return;
-        }
-        let Some(state) = name
-            .strip_suffix(&*self.grant_suffix)
-            .and_then(|lock_channel| channels.get(lock_channel))
-        else {
-            return;
-        };
-        let grant = msg.get_payload_bytes().strip_prefix(b"g:").and_then(|g| {
-            let (fence, waiter) = std::str::from_utf8(g).ok()?.split_once(':')?;
-            Some((fence.parse::<u64>().ok()?, waiter))
-        });
-        match grant {
-            Some((fence, waiter)) => state.signal.grant(waiter, fence),
-            // Not a grant we understand: let the waiters look for themselves.
-            None => state.signal.fire(),
-        }
+        dispatch(&channels, &self.grant_suffix, name, payload, false);
     }
 
     fn confirm(&self, channels: &[String]) {
@@ -419,3 +480,6 @@ impl HubTask {
         idle
     }
 }
+
+#[cfg(test)]
+mod tests;
