@@ -70,6 +70,9 @@ final class Contended {
         outputs.add(output);
         List<String> command = new ArrayList<>();
         command.add(java.toString());
+        // No hsperfdata file: with PIDs reused quickly, the JVM may find a stale one locked
+        // and print a warning on stdout, where the worker's READY is expected.
+        command.add("-XX:-UsePerfData");
         // The bindings' own settings (-Dredlock.library=... and the like) carry over.
         for (Map.Entry<Object, Object> e : System.getProperties().entrySet()) {
           if (String.valueOf(e.getKey()).startsWith("redlock.")) {
