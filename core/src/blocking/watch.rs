@@ -56,7 +56,7 @@ impl Wake for Signal {
         if self.woken.swap(true, Ordering::SeqCst) {
             return;
         }
-        // With `sleep`'s store of `sleeping` and load of `woken`, both SeqCst: either it sees
+        // With `wait`'s store of `sleeping` and load of `woken`, both SeqCst: either it sees
         // `woken` or this sees `sleeping`.
         if self.sleeping.load(Ordering::SeqCst) {
             let one = 1u64;
