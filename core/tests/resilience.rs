@@ -229,13 +229,6 @@ async fn tls_connections_with_rediss_urls() {
     assert!(waiting.await.unwrap().is_ok());
 }
 
-/// Channels of lock `name` subscribed on the server: its wake-up channel and grant channels.
-fn channels_of(server: &RedisServer, name: &str) -> usize {
-    let reply = server.command(&["PUBSUB", "CHANNELS", &format!("*{{{name}}}*")]);
-    let count = reply.strip_prefix('*').and_then(|r| r.split("\r\n").next());
-    count.and_then(|c| c.parse().ok()).unwrap_or(0)
-}
-
 /// A waiter of a client connected with `url` subscribes (it would still get the lock through
 /// its re-checks were its pub/sub connection refused), then gets the lock when it is released.
 async fn waiter_listens(server: &RedisServer, url: &str, name: &str) {

@@ -7,16 +7,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{RedisServer, channels_of};
 use redlock_core::Owner;
 use redlock_core::blocking::Client;
-use redlock_core::testing::RedisServer;
-
-/// Channels subscribed on the server (`PUBSUB NUMSUB`-free: any channel counts).
-fn subscribed_channels(server: &RedisServer) -> usize {
-    let reply = server.command(&["PUBSUB", "CHANNELS"]);
-    let count = reply.strip_prefix('*').and_then(|r| r.split("\r\n").next());
-    count.and_then(|c| c.parse().ok()).unwrap_or(0)
-}
 
 /// Three threads of one client wait for a lock another client holds: one of them watches the
 /// pub/sub socket (if the connection has one), the others cannot. Once all three listen, the
@@ -48,7 +43,7 @@ fn three_waiters_of_one_client(server: &RedisServer, url: &str, name: &str) {
 
     // The waiting client listens on the lock's channel and its own grant channel.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while subscribed_channels(server) < 2 {
+    while channels_of(server, name) < 2 {
         assert!(Instant::now() < deadline, "the waiters never subscribed");
         thread::sleep(Duration::from_millis(10));
     }

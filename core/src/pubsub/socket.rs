@@ -205,13 +205,7 @@ impl<S: AsRawFd + AsyncWrite + Unpin> AsyncWrite for Watched<S> {
 impl WatchedSocket {
     /// A watch of `fd` outside any client; [`Self::hand_out`] plays the connection task.
     pub(crate) fn of(fd: i32) -> Self {
-        let shared = Arc::new(Shared::default());
-        shared.socket.fd.store(fd, Ordering::Release);
-        shared.socket.taken.store(true, Ordering::Release);
-        WatchedSocket {
-            shared,
-            grant_suffix: ":test".into(),
-        }
+        Self::over(&Arc::new(Shared::default()), fd)
     }
 
     pub(crate) fn hand_out(&self) {

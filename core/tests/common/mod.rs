@@ -55,3 +55,10 @@ pub fn lock_keys(server: &RedisServer) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// Channels of lock `name` subscribed on the server: its wake-up channel and grant channels.
+pub fn channels_of(server: &RedisServer, name: &str) -> usize {
+    let reply = server.command(&["PUBSUB", "CHANNELS", &format!("*{{{name}}}*")]);
+    let count = reply.strip_prefix('*').and_then(|r| r.split("\r\n").next());
+    count.and_then(|c| c.parse().ok()).unwrap_or(0)
+}
