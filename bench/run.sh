@@ -31,6 +31,12 @@ start_throwaway_redis
 export REDIS_URL
 echo "bench: redis-server at $REDIS_URL, fragments in $BENCH_OUT" >&2
 
+# The hypervisor's steal over the whole run (/proc/stat, USER_HZ ticks): on a small VM it stops
+# vCPUs for milliseconds at a time, which shows in the contended parts' waits.
+steal_ticks() { awk '/^cpu / {print $9}' /proc/stat 2>/dev/null || true; }
+steal_from="$(steal_ticks)"
+bench_started=$SECONDS
+
 only="${BENCH_ONLY:-rust python java go}"
 failed=()
 run_part() { # name, command...
@@ -51,6 +57,11 @@ run_part java scripts/bench-java.sh
 run_part go bench/go/run.sh
 
 machine="$(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; redis-server and every client on the same machine"
+steal_to="$(steal_ticks)"
+if [ -n "$steal_from" ] && [ -n "$steal_to" ] && [ $((SECONDS - bench_started)) -gt 0 ]; then
+  machine="$machine; host steal during the run: $(awk -v t=$((steal_to - steal_from)) \
+    -v s=$((SECONDS - bench_started)) -v n="$(nproc)" 'BEGIN {printf "%.1f", t / s / n}') % of the vCPUs' time"
+fi
 py=.venv-bench/bin/python # has matplotlib (made by bench/python/run.sh)
 [ -x "$py" ] || py=python3
 "$py" bench/report.py "$BENCH_OUT" --out bench/results --date "$date_tag" \

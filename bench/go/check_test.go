@@ -2,9 +2,12 @@ package main
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 )
 
 // The exclusion check must fail on overlapping holds, by the times and by the check file.
@@ -44,5 +47,23 @@ func TestStats(t *testing.T) {
 	}
 	if got := spread([]float64{0, 1, 2, 3, 4, 5}, 3); len(got) != 3 || got[1] != 2 {
 		t.Fatalf("spread %v", got)
+	}
+}
+
+// Steal over runs: ticks are 1/100 s of one CPU, summed over runs, shared by all CPUs.
+func TestStealPercent(t *testing.T) {
+	at := time.Unix(100, 0)
+	first := stealSample{ticks: 1000, at: at, ok: true}.until(stealSample{ticks: 1020, at: at.Add(time.Second), ok: true})
+	second := stealSample{ticks: 50, at: at, ok: true}.until(stealSample{ticks: 50, at: at.Add(time.Second), ok: true})
+	got, ok := stealSpan{}.plus(first).plus(second).percent()
+	want := 100 * 0.2 / (2 * float64(runtime.NumCPU()))
+	if !ok || math.Abs(got-want) > 1e-9 {
+		t.Fatalf("percent = %v, %v; want %v", got, ok, want)
+	}
+	if _, ok := first.plus(stealSample{}.until(stealSample{})).percent(); ok {
+		t.Fatal("a run without readings must leave the sum without a figure")
+	}
+	if readSteal().ok != (runtime.GOOS == "linux") {
+		t.Fatal("/proc/stat's steal column must be read on Linux")
 	}
 }

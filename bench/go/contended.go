@@ -124,6 +124,7 @@ func (w *worker) readLine() (string, error) {
 type contendedRun struct {
 	sections     []section // sorted by Got
 	perSecond    float64
+	steal        stealSpan
 	gaveUp       int64
 	monitorSent  int // commands sent by clients (MONITOR lines not marked "lua]")
 	monitorByLua int
@@ -181,12 +182,13 @@ func contend(ctx context.Context, admin *goredislib.Client, url string, lib libr
 		}
 		defer mon.conn.Close()
 	}
+	run := &contendedRun{}
+	stealFrom := readSteal()
 	for _, w := range workers {
 		if _, err := io.WriteString(w.stdin, "go\n"); err != nil {
 			return nil, err
 		}
 	}
-	run := &contendedRun{}
 	for i, w := range workers {
 		line, err := w.readLine()
 		if err != nil {
@@ -204,6 +206,7 @@ func contend(ctx context.Context, admin *goredislib.Client, url string, lib libr
 			run.sections = append(run.sections, section{Asked: r[0], Got: r[1], Release: r[2], Done: r[3], Worker: i})
 		}
 	}
+	run.steal = stealFrom.until(readSteal())
 	if mon != nil {
 		if run.monitorSent, run.monitorByLua, err = mon.stop(ctx, admin); err != nil {
 			return nil, err
@@ -358,15 +361,20 @@ type contendedStats struct {
 	waitsMs     []float64 // every section's wait, runs pooled, in run order
 	handoffsUs  []float64 // release start -> next got, when the next holder was already waiting
 	handChanges []float64 // per run
+	waitMaxMs   []float64 // per run
+	steal       stealSpan // over the runs
 	gaveUp      int64
 }
 
 func (c *contendedStats) add(run *contendedRun) {
 	c.perSecond = append(c.perSecond, run.perSecond)
 	c.gaveUp += run.gaveUp
-	changes := 0
+	c.steal = c.steal.plus(run.steal)
+	changes, waitMax := 0, 0.0
 	for i, s := range run.sections {
-		c.waitsMs = append(c.waitsMs, float64(s.Got-s.Asked)/1e6)
+		wait := float64(s.Got-s.Asked) / 1e6
+		c.waitsMs = append(c.waitsMs, wait)
+		waitMax = max(waitMax, wait)
 		if i == 0 {
 			continue
 		}
@@ -379,4 +387,5 @@ func (c *contendedStats) add(run *contendedRun) {
 		}
 	}
 	c.handChanges = append(c.handChanges, float64(changes))
+	c.waitMaxMs = append(c.waitMaxMs, waitMax)
 }

@@ -356,6 +356,7 @@ func contendedGoal(ctx context.Context, admin *goredislib.Client, cfg config) (*
 			"fixed %s lease; wait = acquire call to return; handoff = release start to the next acquire return when the next holder "+
 			"was already waiting, / go-redis PING p50 (%.1f us, %d pings, same run); hand_changes = median per run; "+
 			"round trips from one more untimed run under MONITOR (lines not marked lua]); "+
+			"steal_pct = the host's steal (/proc/stat) over the timed runs, %% of all CPUs; wait_max_ms_rep_median = median of each run's max; "+
 			"redlock-go waits in the core (Acquire without deadline); redsync: its default retry (32 tries, random 50-250 ms delay, "+
 			"called again if it gives up); redislock: RetryStrategy LinearBackoff(%s) (its README's retry example), called again at its ttl deadline; "+
 			"exclusion checked (recorded times + O_APPEND file)",
@@ -378,6 +379,10 @@ func contendedGoal(ctx context.Context, admin *goredislib.Client, cfg config) (*
 			"ping_rtt_p50_us":         round(ping, 1),
 			"handoffs_counted":        float64(len(st.handoffsUs)),
 			"retry_give_ups":          float64(st.gaveUp),
+			"wait_max_ms_rep_median":  round(median(st.waitMaxMs), 3),
+		}
+		if steal, ok := st.steal.percent(); ok {
+			s.Extra["steal_pct"] = round(steal, 1)
 		}
 		if len(st.handoffsUs) > 0 {
 			h := percentile(st.handoffsUs, 50)
@@ -414,16 +419,20 @@ func printP3b(f *fragment, cfg config) {
 func printP4(f *fragment, cfg config, ping float64) {
 	fmt.Printf("\nP4 contended: %d processes x %d sections, %d reps, %s lease; PING p50 %.1f us\n",
 		cfg.procs, cfg.sections, cfg.p4Reps, lease, ping)
-	fmt.Printf("%-11s %10s %9s %9s %9s %9s %9s %8s %9s %7s\n", "library", "median/s", "wait p50", "p99 ms", "max ms",
-		"handoff", "/RTT", "changes", "cmds/sec", "giveups")
+	fmt.Printf("%-11s %10s %9s %9s %9s %9s %9s %9s %8s %9s %7s\n", "library", "median/s", "wait p50", "p99 ms", "max ms",
+		"steal %", "handoff", "/RTT", "changes", "cmds/sec", "giveups")
 	for _, s := range f.Series {
 		e := s.Extra
 		handoff, rtt := "-", "-"
 		if v, ok := e["handoff_p50_us"]; ok {
 			handoff, rtt = fmt.Sprintf("%.0fus", v), fmt.Sprintf("%.2f", e["handoff_p50_rtt"])
 		}
-		fmt.Printf("%-11s %10.0f %9.3f %9.2f %9.1f %9s %9s %8.0f %9.2f %7.0f\n", s.Library, s.Median,
-			e["wait_p50_ms"], e["wait_p99_ms"], e["wait_max_ms"], handoff, rtt, e["hand_changes"],
+		steal := "-"
+		if v, ok := e["steal_pct"]; ok {
+			steal = fmt.Sprintf("%.1f", v)
+		}
+		fmt.Printf("%-11s %10.0f %9.3f %9.2f %9.1f %9s %9s %9s %8.0f %9.2f %7.0f\n", s.Library, s.Median,
+			e["wait_p50_ms"], e["wait_p99_ms"], e["wait_max_ms"], steal, handoff, rtt, e["hand_changes"],
 			e["redis_cmds_per_section"], e["retry_give_ups"])
 	}
 	fmt.Printf("headline: %s = %.2f, wait max %.1f ms, %.2f commands/section (target %s: %s)\n",

@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import random
 import re
 import socket
@@ -204,13 +205,24 @@ def contender(make, url: str, sections: int, start, out) -> None:
     out.put(rows)
 
 
+def steal_ticks() -> int | None:
+    """The vCPU ticks the hypervisor has stolen from this machine so far (Linux /proc/stat), or
+    None: it stalls vCPUs, and waits of 10+ ms coincide with it."""
+    try:
+        with open("/proc/stat") as f:
+            return int(f.readline().split()[8])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def command_count(r: redis.Redis) -> int:
     stats = r.info("commandstats")
     return sum(v["calls"] for k, v in stats.items() if k != "cmdstat_info")
 
 
 def contended(make, url: str, sections: int) -> tuple[dict, dict]:
-    """One repetition: its summary, and its samples (waits and hand-offs in µs)."""
+    """One repetition: its summary, and its samples (waits and hand-offs in µs; the seconds
+    stolen from the machine's vCPUs and the timed seconds, when /proc/stat can be read)."""
     ctx = multiprocessing.get_context("fork")
     start = ctx.Event()
     out = ctx.Queue()
@@ -223,10 +235,12 @@ def contended(make, url: str, sections: int) -> tuple[dict, dict]:
     time.sleep(0.5)  # every worker connected and warmed up
     admin = redis.Redis.from_url(url)
     before = command_count(admin)
+    stolen_before = steal_ticks()
     began = time.monotonic()
     start.set()
     results = [out.get(timeout=600) for _ in workers]
     ended = time.monotonic()
+    stolen_after = steal_ticks()
     after = command_count(admin)
     for w in workers:
         w.join(60)
@@ -254,7 +268,11 @@ def contended(make, url: str, sections: int) -> tuple[dict, dict]:
     }
     if handoffs:
         summary["handoff_p50_us"] = percentile(handoffs, 50)
-    return summary, {"waits_us": waits, "handoffs_us": handoffs}
+    rows = {"waits_us": waits, "handoffs_us": handoffs, "stolen_s": [], "timed_s": []}
+    if stolen_before is not None and stolen_after is not None:
+        rows["stolen_s"].append((stolen_after - stolen_before) / os.sysconf("SC_CLK_TCK"))
+        rows["timed_s"].append(ended - began)
+    return summary, rows
 
 
 class MonitorCount:
@@ -325,7 +343,8 @@ def main() -> None:
         n: {"uncontended": [], "contended": []} for n in names
     }
     samples: dict[str, dict[str, list[float]]] = {
-        n: {"cycles_us": [], "waits_us": [], "handoffs_us": []} for n in names
+        n: {"cycles_us": [], "waits_us": [], "handoffs_us": [], "stolen_s": [], "timed_s": []}
+        for n in names
     }
     async_names = list(ASYNC_LIBRARIES) if OURS in names and PEER in names else []
     async_runs: dict[str, list[dict]] = {n: [] for n in async_names}
@@ -346,6 +365,8 @@ def main() -> None:
                 runs[name]["contended"].append(summary)
                 samples[name]["waits_us"] += rows["waits_us"]
                 samples[name]["handoffs_us"] += rows["handoffs_us"]
+                samples[name]["stolen_s"] += rows["stolen_s"]
+                samples[name]["timed_s"] += rows["timed_s"]
                 print(f"rep {rep + 1}/{args.reps} {name}: done", file=sys.stderr, flush=True)
             order = async_names[rep % 2 :] + async_names[: rep % 2]
             for name in order:
@@ -462,10 +483,12 @@ def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
     series = []
     for name in names:
         c, m = report[name]["contended"], report[name]["monitored"]
+        rep_max = statistics.median(r["wait_max_ms"] for r in runs[name]["contended"])
         extra = {
             "wait_p50_ms": round(c["wait_p50_ms"], 3),
             "wait_p99_ms": round(c["wait_p99_ms"], 3),
             "wait_max_ms": round(c["wait_max_ms"], 3),
+            "wait_max_ms_rep_median": round(rep_max, 3),
             "hand_changes": c["handoffs"],
             "redis_cmds_per_section": round(m["round_trips_per_section"], 3),
             "script_cmds_per_section": round(m["script_commands_per_section"], 3),
@@ -475,6 +498,10 @@ def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
             extra["handoff_p50_us"] = round(c["handoff_p50_us"], 1)
             extra["handoff_p50_rtt"] = round(c["handoff_p50_rtt"], 3)
         extra["handoffs_counted"] = len(samples[name]["handoffs_us"])
+        timed = sum(samples[name]["timed_s"])
+        if timed:
+            stolen = sum(samples[name]["stolen_s"])
+            extra["steal_pct"] = round(100 * stolen / (timed * (os.cpu_count() or 1)), 1)
         per_rep = [r["sections_per_s"] for r in runs[name]["contended"]]
         series.append(
             {
@@ -508,10 +535,12 @@ def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
         "notes": (
             f"{args.reps} interleaved repetitions of {PROCESSES} processes x {args.sections} "
             f"empty sections of one lock per library; latency_us = wait from asking to holding; "
-            f"wait figures over all repetitions; hand-off = release start -> next acquire "
-            f"returned, counted when the next holder was already waiting (wall clock "
-            f"time.time_ns in the workers), p50 over all repetitions / p50 of {len(pings)} "
-            f"redis-py PINGs in the same run; hand_changes = median per repetition; "
+            f"wait figures over all repetitions (wait_max_ms_rep_median = median of each "
+            f"repetition's own max); steal_pct = share of the machine's vCPU time the "
+            f"hypervisor stole during the timed repetitions (/proc/stat); hand-off = release "
+            f"start -> next acquire returned, counted when the next holder was already waiting "
+            f"(wall clock time.time_ns in the workers), p50 over all repetitions / p50 of "
+            f"{len(pings)} redis-py PINGs in the same run; hand_changes = median per repetition; "
             f"redis_cmds_per_section = round trips from one more untimed run under MONITOR; "
             f"{defaults}"
         ),

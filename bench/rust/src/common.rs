@@ -498,3 +498,58 @@ pub fn write_fragment(ctx: &Ctx, fragment: &Fragment) -> R<PathBuf> {
 pub fn violation(what: String) -> Box<dyn std::error::Error + Send + Sync> {
     format!("GUARANTEE VIOLATED: {what}").into()
 }
+
+/// The host's steal counter (/proc/stat, all CPUs, USER_HZ ticks) at a moment. The hypervisor of
+/// a small VM stops vCPUs for milliseconds at a time, and the contended waits of 10 ms and more
+/// coincide with such stops (docs/benchmarks.md): each timed run says how much was taken away.
+#[derive(Clone, Copy)]
+pub struct StealSample {
+    ticks: Option<u64>,
+    at: Instant,
+}
+
+/// Stolen CPU time over wall time; `None` stolen once a reading failed.
+#[derive(Clone, Copy)]
+pub struct StealSpan {
+    stolen: Option<Duration>,
+    elapsed: Duration,
+}
+
+/// USER_HZ, the unit of /proc/stat (100 on every Linux architecture).
+const USER_HZ: u64 = 100;
+
+impl StealSample {
+    pub fn now() -> Self {
+        let ticks = std::fs::read_to_string("/proc/stat").ok().and_then(|s| {
+            let mut fields = s.lines().next()?.split_whitespace();
+            (fields.next()? == "cpu").then_some(())?;
+            fields.nth(7)?.parse().ok()
+        });
+        StealSample {
+            ticks,
+            at: Instant::now(),
+        }
+    }
+
+    pub fn until(self, to: StealSample) -> StealSpan {
+        let stolen = match (self.ticks, to.ticks) {
+            (Some(a), Some(b)) if b >= a => Some(Duration::from_millis((b - a) * 1000 / USER_HZ)),
+            _ => None,
+        };
+        StealSpan {
+            stolen,
+            elapsed: to.at - self.at,
+        }
+    }
+}
+
+impl StealSpan {
+    /// Percent of all CPUs' time stolen over `spans`, if every reading worked.
+    pub fn percent(spans: &[StealSpan]) -> Option<f64> {
+        let cpus = std::thread::available_parallelism().ok()?.get() as f64;
+        let stolen: Option<Duration> = spans.iter().map(|s| s.stolen).sum();
+        let elapsed: Duration = spans.iter().map(|s| s.elapsed).sum();
+        (!elapsed.is_zero()).then_some(())?;
+        Some(100.0 * secs(stolen?) / (secs(elapsed) * cpus))
+    }
+}

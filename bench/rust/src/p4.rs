@@ -13,8 +13,8 @@ use redlock_core::{Client, Owner};
 use tokio::sync::mpsc;
 
 use crate::common::{
-    Ctx, Fragment, Headline, LEASE, Latency, MonitorCounts, R, Series, max, median, now_ns,
-    percentile, r3, sorted, violation,
+    Ctx, Fragment, Headline, LEASE, Latency, MonitorCounts, R, Series, StealSample, StealSpan, max,
+    median, now_ns, percentile, r3, sorted, violation,
 };
 
 pub const WORKER: &str = "__worker-p4";
@@ -133,6 +133,7 @@ struct Rep {
     rtt_us: f64,
     breakdown: String,
     monitor: Option<MonitorCounts>,
+    steal: StealSpan,
 }
 
 /// The worker processes of one repetition, this binary re-run: their stdin and stdout lines.
@@ -246,6 +247,7 @@ async fn one_rep(ctx: &mut Ctx, sections: usize, monitored: bool) -> R<Rep> {
     } else {
         None
     };
+    let steal_from = StealSample::now();
     workers.tell("go")?;
     let mut all = Vec::with_capacity(PROCESSES * sections);
     let (mut first, mut last) = (u64::MAX, 0u64);
@@ -275,6 +277,7 @@ async fn one_rep(ctx: &mut Ctx, sections: usize, monitored: bool) -> R<Rep> {
             _ => return Err(format!("worker {i} said {line:?}").into()),
         }
     }
+    let steal = steal_from.until(StealSample::now());
     let monitor = match monitor {
         Some(m) => Some(m.stop().await?),
         None => None,
@@ -324,6 +327,7 @@ async fn one_rep(ctx: &mut Ctx, sections: usize, monitored: bool) -> R<Rep> {
         rtt_us,
         breakdown: delta.breakdown(),
         monitor,
+        steal,
     })
 }
 
@@ -387,13 +391,16 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     let waits_us: Vec<f64> = runs.iter().flat_map(|r| r.waits_us.clone()).collect();
     let w = sorted(waits_us.clone());
     let wait_max_ms = max(&w) / 1e3;
+    let rep_wait_max_ms = median(&collect(&|r| max(&r.waits_us) / 1e3));
+    let steal_pct = StealSpan::percent(&runs.iter().map(|r| r.steal).collect::<Vec<_>>());
     let cmds = median(&collect(&|r| r.round_trips));
     let handoff_rtt = median(&ratios);
     let met = handoff_rtt <= 2.0 && wait_max_ms <= 10.0 && cmds <= 4.0;
     println!(
         "  median: {:.0} sections/s; handoff p50 {handoff_rtt:.2} rtt; wait max {wait_max_ms:.2} \
-         ms; {cmds:.2} commands/section → {}",
+         ms (median rep {rep_wait_max_ms:.2}); {cmds:.2} commands/section; steal {} → {}",
         median(&rates),
+        steal_pct.map_or("-".into(), |p| format!("{p:.1} %")),
         if met { "met" } else { "NOT met" }
     );
     let series = Series::new("redlock-rust", "sections/s", "higher", &rates)
@@ -409,6 +416,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         .extra("wait_p50_ms", percentile(&w, 50.0) / 1e3)
         .extra("wait_p99_ms", percentile(&w, 99.0) / 1e3)
         .extra("wait_max_ms", wait_max_ms)
+        .extra("wait_max_ms_rep_median", rep_wait_max_ms)
         .extra("redis_cmds_per_section", cmds)
         .extra(
             "script_calls_per_section",
@@ -422,6 +430,10 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         .extra("hand_changes", median(&collect(&|r| r.hand_changes)))
         .extra("processes", PROCESSES as f64)
         .extra("sections_per_process", sections as f64);
+    let series = match steal_pct {
+        Some(pct) => series.extra("steal_pct", (pct * 10.0).round() / 10.0),
+        None => series,
+    };
     Ok(Fragment {
         goal: "P4".into(),
         title: "Rust: 4 processes contending for one exclusive lock".into(),
@@ -437,7 +449,9 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
              None, lease 10 s, release at once); wall-clock ns shared by the processes; sections \
              checked never to overlap and fencing tokens to increase; handoff = release start → \
              next acquire returned, counted when the next holder asked before that release \
-             started; wait_max over all reps, other figures medians of reps; commands from \
+             started; wait_max over all reps (wait_max_ms_rep_median: the median of each rep's max), \
+             other figures medians of reps; steal_pct = the host's steal (/proc/stat) from go to \
+             the last worker's end over the timed reps, % of all CPUs; commands from \
              INFO commandstats deltas (script calls, script loads, (un)subscribes, connection \
              setup), and once more untimed under MONITOR (lines not marked lua]); after each rep, \
              the floor: the same {PROCESSES} processes pass a message around a ring, each hop a \

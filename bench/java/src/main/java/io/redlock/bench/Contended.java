@@ -50,7 +50,8 @@ final class Contended {
       double[] handoffsNs,
       int handChanges,
       double[] pingsNs,
-      RedisProbe.Monitor monitor) {}
+      RedisProbe.Monitor monitor,
+      Steal.Span steal) {}
 
   /**
    * Runs {@code library}'s workers once on {@code lockName}: timed (with {@code pings} PING round
@@ -111,12 +112,15 @@ final class Contended {
         }
       }
       RedisProbe.Monitor monitor = monitored ? new RedisProbe.Monitor(url) : null;
+      long stealTicks = Steal.ticks();
+      long stealStart = System.nanoTime();
       for (Process worker : workers) {
         tell(worker, "GO");
       }
       for (int p = 0; p < processes; p++) {
         expect(replies.get(p), "DONE", workers.get(p));
       }
+      Steal.Span steal = Steal.Span.since(stealTicks, stealStart);
       if (monitor != null) {
         monitor.stop(); // before the workers close their clients
       }
@@ -156,7 +160,7 @@ final class Contended {
         throw new IllegalStateException(
             "expected " + processes * sections + " sections, the workers recorded " + all.size());
       }
-      return analyse(all, pingsNs, monitor);
+      return analyse(all, pingsNs, monitor, steal);
     } finally {
       deadline.cancel(false);
       killer.shutdownNow();
@@ -192,7 +196,8 @@ final class Contended {
    * the next acquisition, when the next holder was already waiting before that release started),
    * hand changes and sections/s.
    */
-  private static Result analyse(List<Section> all, double[] pingsNs, RedisProbe.Monitor monitor) {
+  private static Result analyse(
+      List<Section> all, double[] pingsNs, RedisProbe.Monitor monitor, Steal.Span steal) {
     List<Section> timeline = new ArrayList<>(all);
     timeline.sort(Comparator.comparingLong(Section::acquired));
     List<Double> handoffs = new ArrayList<>();
@@ -231,6 +236,7 @@ final class Contended {
         Stats.toArray(handoffs),
         handChanges,
         pingsNs,
-        monitor);
+        monitor,
+        steal);
   }
 }

@@ -227,6 +227,16 @@ public final class LockBench {
         extra.put("wait_p50_ms", Stats.percentile(waitsNs, 0.5) / 1e6);
         extra.put("wait_p99_ms", Stats.percentile(waitsNs, 0.99) / 1e6);
         extra.put("wait_max_ms", Stats.max(waitsNs) / 1e6);
+        // One bad rep or all of them alike: pooled, wait_max_ms cannot tell.
+        extra.put(
+            "wait_max_ms_rep_median",
+            Stats.median(rs.stream().mapToDouble(r -> Stats.max(r.waitsNs())).toArray()) / 1e6);
+        Steal.Span stolen =
+            rs.stream().map(Contended.Result::steal).reduce(Steal.Span.EMPTY, Steal.Span::plus);
+        double steal = stolen.percent();
+        if (!Double.isNaN(steal)) {
+          extra.put("steal_pct", Math.round(steal * 10) / 10.0);
+        }
         extra.put("redis_cmds_per_section", (double) m.sent() / total);
         extra.put(
             "hand_changes",
@@ -263,7 +273,10 @@ public final class LockBench {
                   + " reps interleaved with the order"
                   + " rotated; lock()/unlock(), default pub/sub waiting, %s; runs = sections/s"
                   + " (first ask to last release); wait = ask to acquired, latency_us and wait"
-                  + " figures pooled over reps; handoff = release start to the next acquisition"
+                  + " figures pooled over reps (wait_max_ms_rep_median: the median of each rep's"
+                  + " max); steal_pct = hypervisor steal, %% of all vCPUs' time from GO to the"
+                  + " last DONE of the timed runs (/proc/stat); handoff = release start to the"
+                  + " next acquisition"
                   + " when that holder was already waiting, divided by the PING p50 of a raw"
                   + " socket (%d pings per run); redis_cmds_per_section from one more untimed"
                   + " run under MONITOR (lines not marked lua]); mutual exclusion checked on"
