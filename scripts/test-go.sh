@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Go: builds libredlock and installs it (header, library, pkg-config file) into a staging prefix
 # in the cargo target dir, the way a user would; then gofmt, go vet, go test -race (the tests
-# start their own redis-server) and the example against a throwaway redis-server.
+# start their own redis-server), the example against a throwaway redis-server, and the bench's
+# gofmt, vet and unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,3 +48,13 @@ echo "--- Go example"
 source ../../scripts/lib-redis.sh
 start_throwaway_redis
 go run ./example "$REDIS_URL"
+# The bench's own checks (the exclusion check, the steal arithmetic): it must keep building.
+echo "--- Go bench: gofmt, go vet, go test"
+cd ../../bench/go
+unformatted="$(gofmt -l .)"
+if [ -n "$unformatted" ]; then
+  echo "gofmt: these files need formatting: $unformatted" >&2
+  exit 1
+fi
+go vet ./...
+go test -count=1 ./...
