@@ -124,6 +124,7 @@ func (w *worker) readLine() (string, error) {
 type contendedRun struct {
 	sections     []section // sorted by Got
 	perSecond    float64
+	pingP50      float64 // µs, when asked for
 	steal        stealSpan
 	gaveUp       int64
 	monitorSent  int // commands sent by clients (MONITOR lines not marked "lua]")
@@ -132,7 +133,8 @@ type contendedRun struct {
 
 // contend runs one contended run of lib. With monitor, a MONITOR connection counts the
 // commands Redis receives from the moment every worker is ready until all have reported.
-func contend(ctx context.Context, admin *goredislib.Client, url string, lib library, procs, sections int, monitor bool, tmp string) (_ *contendedRun, err error) {
+// With pings > 0, that many go-redis PINGs are timed while the workers wait for GO.
+func contend(ctx context.Context, admin *goredislib.Client, url string, lib library, procs, sections, pings int, monitor bool, tmp string) (_ *contendedRun, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -175,6 +177,12 @@ func contend(ctx context.Context, admin *goredislib.Client, url string, lib libr
 			return nil, fmt.Errorf("%s worker %d did not get ready: %q %v", lib.name, i, line, err)
 		}
 	}
+	run := &contendedRun{}
+	if pings > 0 {
+		if run.pingP50, err = pingP50(ctx, admin, pings); err != nil {
+			return nil, err
+		}
+	}
 	var mon *monitorCount
 	if monitor {
 		if mon, err = startMonitor(url); err != nil {
@@ -182,7 +190,6 @@ func contend(ctx context.Context, admin *goredislib.Client, url string, lib libr
 		}
 		defer mon.conn.Close()
 	}
-	run := &contendedRun{}
 	stealFrom := readSteal()
 	for _, w := range workers {
 		if _, err := io.WriteString(w.stdin, "go\n"); err != nil {

@@ -61,7 +61,7 @@ func run() error {
 	cfg := config{
 		url: os.Getenv("REDIS_URL"), out: os.Getenv("BENCH_OUT"), quick: quick,
 		reps: 5, cycles: 2000, p4Reps: 3, sections: 1000, procs: 4,
-		warmup: 100, pings: 1000, maxSamples: 2000, monitorCycles: 200,
+		warmup: 100, pings: 300, maxSamples: 2000, monitorCycles: 200,
 	}
 	if quick {
 		cfg.cycles, cfg.sections = 300, 200
@@ -317,29 +317,30 @@ func contendedGoal(ctx context.Context, admin *goredislib.Client, cfg config) (*
 		return nil, 0, err
 	}
 	defer os.RemoveAll(tmp)
-	ping, err := pingP50(ctx, admin, cfg.pings)
-	if err != nil {
-		return nil, 0, err
-	}
-	fmt.Fprintf(os.Stderr, "PING round trip p50: %.1f µs (%d pings)\n", ping, cfg.pings)
+	// The divisor: PINGs while each timed run's workers wait for GO (as the Rust and Java
+	// benches take theirs), the median of the runs' p50s. This machine's round trip can move by
+	// a factor of four within minutes; one series taken once would stand for one moment.
+	var pings []float64
 	stats := make(map[string]*contendedStats)
 	for _, name := range libNames() {
 		stats[name] = &contendedStats{}
 	}
 	for rep := range cfg.p4Reps {
 		for _, lib := range rotated(libraries, rep) {
-			run, err := contend(ctx, admin, cfg.url, lib, cfg.procs, cfg.sections, false, tmp)
+			run, err := contend(ctx, admin, cfg.url, lib, cfg.procs, cfg.sections, cfg.pings, false, tmp)
 			if err != nil {
 				return nil, 0, err
 			}
 			stats[lib.name].add(run)
-			fmt.Fprintf(os.Stderr, "P4 rep %d/%d %-10s %8.0f sections/s\n", rep+1, cfg.p4Reps, lib.name, run.perSecond)
+			pings = append(pings, run.pingP50)
+			fmt.Fprintf(os.Stderr, "P4 rep %d/%d %-10s %8.0f sections/s, PING p50 %.1f us\n", rep+1, cfg.p4Reps, lib.name, run.perSecond, run.pingP50)
 		}
 	}
+	ping := median(pings)
 	// Untimed: MONITOR slows Redis down.
 	monitored := make(map[string]*contendedRun)
 	for _, lib := range libraries {
-		run, err := contend(ctx, admin, cfg.url, lib, cfg.procs, cfg.sections, true, tmp)
+		run, err := contend(ctx, admin, cfg.url, lib, cfg.procs, cfg.sections, 0, true, tmp)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -354,7 +355,7 @@ func contendedGoal(ctx context.Context, admin *goredislib.Client, cfg config) (*
 		Target: "handoff p50 <= 2 RTT, wait max <= 10 ms, <= 4 Redis commands per section",
 		Notes: fmt.Sprintf("%d processes x %d sections of one lock per run, %d reps, libraries interleaved (order rotating); "+
 			"fixed %s lease; wait = acquire call to return; handoff = release start to the next acquire return when the next holder "+
-			"was already waiting, / go-redis PING p50 (%.1f us, %d pings, same run); hand_changes = median per run; "+
+			"was already waiting, / go-redis PING p50 (%.1f us: median of the timed runs' p50s of %d pings each, taken while the workers wait for GO); hand_changes = median per run; "+
 			"round trips from one more untimed run under MONITOR (lines not marked lua]); "+
 			"steal_pct = the host's steal (/proc/stat) over the timed runs, %% of all CPUs; wait_max_ms_rep_median = median of each run's max; "+
 			"redlock-go waits in the core (Acquire without deadline); redsync: its default retry (32 tries, random 50-250 ms delay, "+
