@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use redlock_core::{Client, Owner};
 
 use crate::common::{
-    Ctx, Fragment, Headline, LEASE, Latency, R, Series, max, median, percentile, r3, secs, sorted,
-    violation,
+    Ctx, Fragment, Headline, LEASE, Latency, R, Series, StealSample, StealSpan, max, median,
+    percentile, r3, secs, sorted, violation,
 };
 
 const READERS: usize = 8;
@@ -56,6 +56,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     let (mut reader_rates, mut writer_rates, mut ex_rates) = (Vec::new(), Vec::new(), Vec::new());
     let (mut reader_waits, mut writer_waits, mut ex_waits) = (Vec::new(), Vec::new(), Vec::new());
     let (mut writer_max_ms, mut writer_min_sections) = (Vec::new(), usize::MAX);
+    let mut rw_steal = Vec::new();
     for rep in 0..reps {
         let order = if rep % 2 == 0 {
             [true, false]
@@ -64,7 +65,10 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         };
         for is_rw in order {
             if is_rw {
+                let steal_from = StealSample::now();
                 let (elapsed, outs) = rw_rep(&client, duration).await?;
+                let steal = steal_from.until(StealSample::now());
+                rw_steal.push(steal);
                 let (mut r, mut w) = (Vec::new(), Vec::new());
                 let (mut r_n, mut w_n) = (0, 0);
                 for o in outs {
@@ -79,10 +83,11 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
                 let w_max = max(&w) / 1e3;
                 println!(
                     "  rep {} read/write: readers {:.0} sections/s, writer {:.0} sections/s \
-                     ({w_n} sections, wait max {w_max:.1} ms)",
+                     ({w_n} sections, wait max {w_max:.1} ms); host steal {}",
                     rep + 1,
                     r_n as f64 / secs(elapsed),
-                    w_n as f64 / secs(elapsed)
+                    w_n as f64 / secs(elapsed),
+                    StealSpan::percent(&[steal]).map_or("-".into(), |p| format!("{p:.1} %"))
                 );
                 reader_rates.push(r_n as f64 / secs(elapsed));
                 writer_rates.push(w_n as f64 / secs(elapsed));
@@ -129,6 +134,11 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         .extra("reader_wait_max_ms", max(&rw_sorted) / 1e3)
         .extra("readers", READERS as f64)
         .extra("work_ms", WORK.as_secs_f64() * 1e3);
+    // The host's steal during the read/write runs (see p4.rs): a stopped vCPU stops every task.
+    let rw_series = match StealSpan::percent(&rw_steal) {
+        Some(pct) => rw_series.extra("steal_pct", (pct * 10.0).round() / 10.0),
+        None => rw_series,
+    };
     let ex_sorted = sorted(ex_waits.clone());
     let ex_series = Series::new(
         "redlock-rust (exclusive lock, 9 tasks)",
@@ -157,7 +167,8 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
              lock; series 1: reader sections/s of {READERS} readers + 1 writer on one read/write \
              lock (writer figures in extra; writer_wait_max_ms over all runs); series 2: \
              {EXCLUSIVE_TASKS} tasks on one exclusive lock; readers and writer checked never to \
-             be inside together",
+             be inside together; steal_pct: the host's steal during the read/write runs, % of \
+             all CPUs",
             secs(duration),
             WORK.as_millis()
         ),
