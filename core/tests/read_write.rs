@@ -312,3 +312,69 @@ async fn a_reader_whose_share_ran_out_may_wait_to_write() {
     rw.read().release(&other).await.unwrap();
     rw.write().acquire(&o, NOW, Some(ms(10_000))).await.unwrap();
 }
+
+/// A writer and a reader of one client both wait; when another client's write ends, the
+/// readers' turn that follows is the reader's to take at once. (In one local queue the writer,
+/// at its head and waiting out that turn, kept the reader behind it out of it until the
+/// reader's announcement was due: half a second by default, seconds here.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_writer_does_not_keep_its_clients_readers_from_their_turn() {
+    let server = RedisServer::start();
+    let other = connect(&server).await;
+    let client = builder(&server)
+        .recheck_interval(Duration::from_secs(3))
+        .connect()
+        .await
+        .unwrap();
+    let name = "turn-taking";
+    let (holder, writer, reader) = (Owner::random(), Owner::random(), Owner::random());
+    let held = other.read_write_lock(name).unwrap().write();
+    held.acquire(&holder, NOW, None).await.unwrap();
+
+    let rw = client.read_write_lock(name).unwrap();
+    let write = rw.write();
+    let writing = tokio::spawn(async move { write.acquire(&writer, None, None).await });
+    // The writer waits first (at the head of the client's queue, in the old design).
+    let waiting = |writers: u64, readers: u64| {
+        let held = held.clone();
+        async move {
+            for _ in 0..200 {
+                let info = held.inspect().await.unwrap();
+                if (info.waiting_writers, info.waiting_readers) == (writers, readers) {
+                    return;
+                }
+                tokio::time::sleep(ms(25)).await;
+            }
+            panic!("never {writers} writer(s) and {readers} reader(s) waiting");
+        }
+    };
+    waiting(1, 0).await;
+    let (read, me) = (rw.read(), reader.clone());
+    let reading = tokio::spawn(async move {
+        let hold = read.acquire(&me, None, None).await;
+        (hold, tokio::time::Instant::now())
+    });
+    waiting(1, 1).await;
+    assert!(channels_of(&server, name) > 0, "the client listens");
+
+    held.release(&holder).await.unwrap();
+    let released = tokio::time::Instant::now();
+    let (hold, at) = tokio::time::timeout(Duration::from_secs(10), reading)
+        .await
+        .expect("the reader got in")
+        .unwrap();
+    assert_eq!(hold.unwrap().mode(), Mode::Read);
+    let waited = at - released;
+    assert!(
+        waited < Duration::from_secs(1),
+        "the reader waited {waited:?} after the write ended for the readers' turn"
+    );
+    assert!(!writing.is_finished(), "the writer waits for the reader");
+    rw.read().release(&reader).await.unwrap();
+    let hold = tokio::time::timeout(Duration::from_secs(10), writing)
+        .await
+        .expect("the writer got in after the reader")
+        .unwrap()
+        .unwrap();
+    assert_eq!(hold.mode(), Mode::Write);
+}

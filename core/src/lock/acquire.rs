@@ -7,9 +7,9 @@
 //!   as the message arrives, without another round trip. A waiter whose client does not
 //!   listen yet (it subscribes after its first attempt) keeps its place, and an attempt that
 //!   finds the lock free while writers queue ahead of it hands the lock to the first of them;
-//! - while waiting, only one waiter per client and name (the head of a FIFO local queue) makes
-//!   attempts; waiters behind it talk to Redis only to keep their announcement alive (every two
-//!   re-check periods) and after a pub/sub reconnect;
+//! - while waiting, only one waiter per client, name and mode (the head of a FIFO local queue)
+//!   makes attempts; waiters behind it talk to Redis only to keep their announcement alive
+//!   (every two re-check periods) and after a pub/sub reconnect;
 //! - a release is noticed through pub/sub without polling; if a message is lost, the waiter
 //!   re-checks after at most `recheck_interval` (sooner when the holder's lease ends first), and
 //!   an attempt claims a grant whose message was lost;
@@ -24,8 +24,8 @@ use tokio::time::Instant;
 
 use super::in_flight::{AttemptCall, InFlightAttempt, Undo, undo_late_direct};
 use super::{
-    AcquireOptions, Attempt, AttemptReply, Hold, LocalLock, Lock, Mode, NO_HANDOFF,
-    scripts::SCRIPTS, validate_lease,
+    AcquireOptions, Attempt, AttemptReply, Gate, Hold, Lock, Mode, NO_HANDOFF, scripts::SCRIPTS,
+    validate_lease,
 };
 use crate::config::ContentionAlert;
 use crate::error::{Error, Result};
@@ -70,11 +70,8 @@ impl Lock {
         // is already live, arm the wake-up first so a release that lands right after this
         // attempt is not missed.
         let gate = if will_wait {
-            self.local
-                .gate
-                .try_lock()
-                .ok()
-                .map(|g| GateGuard::new(g, &self.local))
+            let gate = self.local.gate(self.mode);
+            gate.queue.try_lock().ok().map(|g| GateGuard::new(g, gate))
         } else {
             None
         };
@@ -177,11 +174,11 @@ impl Lock {
             subscription: &subscription,
             waiter,
         };
-        // The process lock first: one waiter per client and name at a time makes attempts.
+        // The process lock first: one waiter per client, name and mode at a time makes attempts.
         let mut gate = match gate {
             Some(gate) => gate,
             None => {
-                let queued = self.local.gate.lock();
+                let queued = self.local.gate(self.mode).queue.lock();
                 tokio::pin!(queued);
                 // A release before we listened granted nobody and may have left the lock free
                 // for the queue's head: look at once (an attempt behind the head hands it on).
@@ -203,7 +200,7 @@ impl Lock {
                         return Ok(());
                     }
                     tokio::select! {
-                        gate = &mut queued => break GateGuard::new(gate, &self.local),
+                        gate = &mut queued => break GateGuard::new(gate, self.local.gate(self.mode)),
                         _ = armed => {
                             let now = subscription.reconnects();
                             look = now != reconnects;
@@ -422,18 +419,18 @@ struct Turn<'t, 'a> {
 /// waiter whether the lock was just taken (and the channel's message count at that moment).
 struct GateGuard<'a> {
     _guard: tokio::sync::MutexGuard<'a, ()>,
-    local: &'a LocalLock,
+    gate: &'a Gate,
     /// What the previous holder of the gate left: `Some(messages)` if it acquired.
     previous_acquisition: Option<u64>,
     acquired_at: Option<u64>,
 }
 
 impl<'a> GateGuard<'a> {
-    fn new(guard: tokio::sync::MutexGuard<'a, ()>, local: &'a LocalLock) -> Self {
-        let left = local.handoff_messages.load(Ordering::SeqCst);
+    fn new(guard: tokio::sync::MutexGuard<'a, ()>, gate: &'a Gate) -> Self {
+        let left = gate.handoff_messages.load(Ordering::SeqCst);
         GateGuard {
             _guard: guard,
-            local,
+            gate,
             previous_acquisition: (left != NO_HANDOFF).then_some(left),
             acquired_at: None,
         }
@@ -451,7 +448,7 @@ impl<'a> GateGuard<'a> {
 impl Drop for GateGuard<'_> {
     fn drop(&mut self) {
         let left = self.acquired_at.unwrap_or(NO_HANDOFF);
-        self.local.handoff_messages.store(left, Ordering::SeqCst);
+        self.gate.handoff_messages.store(left, Ordering::SeqCst);
     }
 }
 

@@ -71,13 +71,14 @@ pub struct LockStats {
     pub alerts: u64,
 }
 
-/// Process-local state of one name: the queue that lets one waiter at a time talk to Redis
-/// (seed 002's "process lock first") and the contention counters (seed 000).
+/// Process-local state of one name: the queues that let one waiter per mode at a time talk to
+/// Redis (seed 002's "process lock first") and the contention counters (seed 000).
 pub(crate) struct LocalLock {
-    pub(crate) gate: tokio::sync::Mutex<()>,
-    /// Left by the last gate holder: the channel's message count when it acquired the lock,
-    /// or [`NO_HANDOFF`].
-    handoff_messages: AtomicU64,
+    /// Readers and writers queue apart. In one queue, a writer at its head waiting out a
+    /// readers' turn kept the readers behind it from taking that turn, until a reader's
+    /// announcement was due (half a second by default).
+    readers: Gate,
+    writers: Gate,
     /// The last release of this name that ended a hold granted the lock to another client.
     grants_elsewhere: AtomicBool,
     failed_attempts: AtomicU64,
@@ -86,14 +87,40 @@ pub(crate) struct LocalLock {
     alerts: AtomicU64,
 }
 
+/// One mode's queue of a name's local waiters: its head alone makes attempts.
+pub(crate) struct Gate {
+    pub(crate) queue: tokio::sync::Mutex<()>,
+    /// Left by the last holder of the gate: the channel's message count when it acquired the
+    /// lock, or [`NO_HANDOFF`].
+    handoff_messages: AtomicU64,
+}
+
 /// The gate's last holder did not acquire (or it is unknown): the next one must attempt at once.
 const NO_HANDOFF: u64 = u64::MAX;
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate {
+            queue: tokio::sync::Mutex::new(()),
+            handoff_messages: AtomicU64::new(NO_HANDOFF),
+        }
+    }
+}
+
+impl LocalLock {
+    pub(crate) fn gate(&self, mode: Mode) -> &Gate {
+        match mode {
+            Mode::Read => &self.readers,
+            Mode::Write => &self.writers,
+        }
+    }
+}
 
 impl Default for LocalLock {
     fn default() -> Self {
         LocalLock {
-            gate: tokio::sync::Mutex::new(()),
-            handoff_messages: AtomicU64::new(NO_HANDOFF),
+            readers: Gate::default(),
+            writers: Gate::default(),
             grants_elsewhere: AtomicBool::new(false),
             failed_attempts: AtomicU64::new(0),
             waits: AtomicU64::new(0),
