@@ -74,9 +74,10 @@ pub struct LockStats {
 /// Process-local state of one name: the queues that let one waiter per mode at a time talk to
 /// Redis (seed 002's "process lock first") and the contention counters (seed 000).
 pub(crate) struct LocalLock {
-    /// Readers and writers queue apart. In one queue, a writer at its head waiting out a
-    /// readers' turn kept the readers behind it from taking that turn, until a reader's
-    /// announcement was due (half a second by default).
+    /// Readers and writers queue apart: the read and the write view are two locks of one name
+    /// (as Redisson's readLock() and writeLock()), each with its one waiter talking to Redis. In
+    /// one queue, a writer at its head waiting out a readers' turn kept the readers behind it
+    /// from taking that turn, until a reader's announcement was due (half a second by default).
     readers: Gate,
     writers: Gate,
     /// The last release of this name that ended a hold granted the lock to another client.
