@@ -1,7 +1,7 @@
 """Do P4's long waits coincide with the hypervisor stopping a vCPU? (see docs/benchmarks.md)
 
 Runs the Go bench's contended workers (4 processes on one lock, as `bench/go` does) under
-`perf record -a` sampling cpu-clock every 0.2 ms on each CPU. A CPU that goes 2 ms without a
+`perf record -a` sampling cpu-clock every 0.1 ms on each CPU. A CPU that goes 2 ms without a
 sample (idle CPUs are sampled too) was not running: its vCPU was stopped by the host. For every
 wait of 10 ms or more it says whether such a stop overlapped it, and prints the steal that
 /proc/stat counted. Needs root (perf -a), perf, and the Go bench built (`bench/go/run.sh`):
@@ -25,7 +25,7 @@ import time
 PROCESSES = 4
 SECTIONS = 1500
 WORKER = ["worker", "-lib", "redlock-go"]
-GAP_S = 0.002  # 10 sample periods without a sample
+GAP_S = 0.002  # 20 sample periods without a sample
 LONG_MS = 10.0
 PERF = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-c", "100000", "-a"]
 
