@@ -482,6 +482,13 @@ impl Series {
         self.extra.insert(key.to_owned(), r3(value));
         self
     }
+    /// `steal_pct` over `spans` (see [`StealSpan`]), left out where /proc/stat cannot be read.
+    pub fn steal(self, spans: &[StealSpan]) -> Series {
+        match StealSpan::percent(spans) {
+            Some(pct) => self.extra("steal_pct", (pct * 10.0).round() / 10.0),
+            None => self,
+        }
+    }
 }
 
 /// Writes `<goal>-rust.json` into the output directory.
@@ -551,5 +558,10 @@ impl StealSpan {
         let elapsed: Duration = spans.iter().map(|s| s.elapsed).sum();
         (!elapsed.is_zero()).then_some(())?;
         Some(100.0 * secs(stolen?) / (secs(elapsed) * cpus))
+    }
+
+    /// The percent for a line of output: `1.5 %`, or `-`.
+    pub fn shown(spans: &[StealSpan]) -> String {
+        Self::percent(spans).map_or("-".into(), |p| format!("{p:.1} %"))
     }
 }

@@ -392,7 +392,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     let w = sorted(waits_us.clone());
     let wait_max_ms = max(&w) / 1e3;
     let rep_wait_max_ms = median(&collect(&|r| max(&r.waits_us) / 1e3));
-    let steal_pct = StealSpan::percent(&runs.iter().map(|r| r.steal).collect::<Vec<_>>());
+    let steals: Vec<StealSpan> = runs.iter().map(|r| r.steal).collect();
     let cmds = median(&collect(&|r| r.round_trips));
     let handoff_rtt = median(&ratios);
     let met = handoff_rtt <= 2.0 && wait_max_ms <= 10.0 && cmds <= 4.0;
@@ -400,7 +400,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         "  median: {:.0} sections/s; handoff p50 {handoff_rtt:.2} rtt; wait max {wait_max_ms:.2} \
          ms (median rep {rep_wait_max_ms:.2}); {cmds:.2} commands/section; steal {} → {}",
         median(&rates),
-        steal_pct.map_or("-".into(), |p| format!("{p:.1} %")),
+        StealSpan::shown(&steals),
         if met { "met" } else { "NOT met" }
     );
     let series = Series::new("redlock-rust", "sections/s", "higher", &rates)
@@ -429,11 +429,8 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         )
         .extra("hand_changes", median(&collect(&|r| r.hand_changes)))
         .extra("processes", PROCESSES as f64)
-        .extra("sections_per_process", sections as f64);
-    let series = match steal_pct {
-        Some(pct) => series.extra("steal_pct", (pct * 10.0).round() / 10.0),
-        None => series,
-    };
+        .extra("sections_per_process", sections as f64)
+        .steal(&steals);
     Ok(Fragment {
         goal: "P4".into(),
         title: "Rust: 4 processes contending for one exclusive lock".into(),

@@ -87,7 +87,7 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
                     rep + 1,
                     r_n as f64 / secs(elapsed),
                     w_n as f64 / secs(elapsed),
-                    StealSpan::percent(&[steal]).map_or("-".into(), |p| format!("{p:.1} %"))
+                    StealSpan::shown(&[steal])
                 );
                 reader_rates.push(r_n as f64 / secs(elapsed));
                 writer_rates.push(w_n as f64 / secs(elapsed));
@@ -133,12 +133,9 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         .extra("reader_wait_p99_ms", percentile(&rw_sorted, 99.0) / 1e3)
         .extra("reader_wait_max_ms", max(&rw_sorted) / 1e3)
         .extra("readers", READERS as f64)
-        .extra("work_ms", WORK.as_secs_f64() * 1e3);
-    // The host's steal during the read/write runs (see p4.rs): a stopped vCPU stops every task.
-    let rw_series = match StealSpan::percent(&rw_steal) {
-        Some(pct) => rw_series.extra("steal_pct", (pct * 10.0).round() / 10.0),
-        None => rw_series,
-    };
+        .extra("work_ms", WORK.as_secs_f64() * 1e3)
+        // The host's steal during the read/write runs (see p4.rs): a stopped vCPU stops every task.
+        .steal(&rw_steal);
     let ex_sorted = sorted(ex_waits.clone());
     let ex_series = Series::new(
         "redlock-rust (exclusive lock, 9 tasks)",

@@ -178,7 +178,8 @@ impl Lock {
         let mut gate = match gate {
             Some(gate) => gate,
             None => {
-                let queued = self.local.gate(self.mode).queue.lock();
+                let mine = self.local.gate(self.mode);
+                let queued = mine.queue.lock();
                 tokio::pin!(queued);
                 // A release before we listened granted nobody and may have left the lock free
                 // for the queue's head: look at once (an attempt behind the head hands it on).
@@ -200,7 +201,7 @@ impl Lock {
                         return Ok(());
                     }
                     tokio::select! {
-                        gate = &mut queued => break GateGuard::new(gate, self.local.gate(self.mode)),
+                        gate = &mut queued => break GateGuard::new(gate, mine),
                         _ = armed => {
                             let now = subscription.reconnects();
                             look = now != reconnects;
