@@ -6,8 +6,10 @@ Contended: 4 processes x N sections of one lock (sections/s, wait p50/p99/max, h
 lock changes hands, hand-off time from a release to the acquire of a holder that was already
 waiting, Redis commands per section from INFO commandstats, which counts the commands run inside
 Lua scripts too). One more untimed contended run per library under MONITOR splits them into
-round trips (commands sent by clients) and commands run by scripts. 1000 PINGs with redis-py
-give the round-trip time that the hand-off is compared with.
+round trips (commands sent by clients) and commands run by scripts. 200 redis-py PINGs, timed in
+each contended repetition while its workers wait for the start, give the round-trip time that
+the hand-off is compared with (the median of the repetitions' p50s); 1000 more at the start are
+printed.
 asyncio: acquire_async+release_async cycles of one task against redis.asyncio's Lock (no goal
 of issue 7 names it: an "info" fragment).
 Runs are interleaved (the library order rotates every repetition; uncontended cycles also take
@@ -45,6 +47,7 @@ PROCESSES = 4
 OURS = "redlock_sdk"
 PEER = "redis-py Lock"  # what the P2 headline divides by
 PINGS = 1000
+PINGS_PER_RUN = 200  # timed before each contended repetition, as Go's (300) and Java's (200)
 SLICES = 10  # stretches per library and repetition of the uncontended runs (see uncontended)
 SAMPLES = 2000  # latency samples kept per series in a fragment
 
@@ -119,10 +122,10 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def ping_rtts_us(url: str, count: int = PINGS) -> list[float]:
+def ping_rtts_us(url: str, count: int = PINGS, warm_up: int = 100) -> list[float]:
     """Round trips of redis-py PINGs on one connection, in µs."""
     r = redis.Redis.from_url(url)
-    for _ in range(100):
+    for _ in range(warm_up):
         r.ping()
     times = []
     for _ in range(count):
@@ -221,8 +224,9 @@ def command_count(r: redis.Redis) -> int:
 
 
 def contended(make, url: str, sections: int) -> tuple[dict, dict]:
-    """One repetition: its summary, and its samples (waits and hand-offs in µs; the seconds
-    stolen from the machine's vCPUs and the timed seconds, when /proc/stat can be read)."""
+    """One repetition: its summary, and its samples (waits, hand-offs and the PINGs timed while
+    the workers wait for the start, in µs; the seconds stolen from the machine's vCPUs and the
+    timed seconds, when /proc/stat can be read)."""
     ctx = multiprocessing.get_context("fork")
     start = ctx.Event()
     out = ctx.Queue()
@@ -233,6 +237,9 @@ def contended(make, url: str, sections: int) -> tuple[dict, dict]:
     for w in workers:
         w.start()
     time.sleep(0.5)  # every worker connected and warmed up
+    # The hand-off's divisor, in the moment of this repetition (the machine's round trip moves
+    # by several times within an hour).
+    pings = ping_rtts_us(url, PINGS_PER_RUN, warm_up=20)
     admin = redis.Redis.from_url(url)
     before = command_count(admin)
     stolen_before = steal_ticks()
@@ -266,6 +273,7 @@ def contended(make, url: str, sections: int) -> tuple[dict, dict]:
         "handoffs": hand_changes,
         "commands_per_section": (after - before) / total,
     }
+    summary["ping_p50_us"] = percentile(pings, 50)
     if handoffs:
         summary["handoff_p50_us"] = percentile(handoffs, 50)
     rows = {"waits_us": waits, "handoffs_us": handoffs, "stolen_s": [], "timed_s": []}
@@ -376,7 +384,6 @@ def main() -> None:
         report = {n: {kind: medians(r) for kind, r in runs[n].items()} for n in names}
         for name in names:  # untimed: MONITOR slows Redis down
             report[name]["monitored"] = round_trips(LIBRARIES[name], url, args.sections)
-    ping_p50 = percentile(pings, 50)
     for name in names:  # figures over the samples of every repetition
         s = samples[name]
         report[name]["uncontended"].update(
@@ -390,6 +397,8 @@ def main() -> None:
         }
         if s["handoffs_us"]:
             pooled["handoff_p50_us"] = percentile(s["handoffs_us"], 50)
+            # Over the median of the repetitions' own PING p50s (as Go's).
+            ping_p50 = statistics.median(r["ping_p50_us"] for r in runs[name]["contended"])
             pooled["handoff_p50_rtt"] = pooled["handoff_p50_us"] / ping_p50
         report[name]["contended"].update(pooled)
     print_report(report, args, pings)
@@ -497,6 +506,7 @@ def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
         if "handoff_p50_us" in c:
             extra["handoff_p50_us"] = round(c["handoff_p50_us"], 1)
             extra["handoff_p50_rtt"] = round(c["handoff_p50_rtt"], 3)
+        extra["ping_p50_us"] = round(c["ping_p50_us"], 1)
         extra["handoffs_counted"] = len(samples[name]["handoffs_us"])
         timed = sum(samples[name]["timed_s"])
         if timed:
@@ -514,6 +524,11 @@ def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
             }
         )
     ours = next((s["extra"] for s in series if s["library"] == OURS), None)
+    # The divisor of ours: the median of its repetitions' PING p50s.
+    ours_pings = [r["ping_p50_us"] for r in runs[OURS]["contended"]] if OURS in runs else []
+    p4_ping = {"p50": round(statistics.median(ours_pings), 1)} if ours_pings else ping
+    if ours_pings:
+        p4_ping.update(runs=[round(v, 1) for v in ours_pings], count=PINGS_PER_RUN)
     value, met = None, False
     if ours is not None and "handoff_p50_rtt" in ours:
         value = ours["handoff_p50_rtt"]
@@ -531,7 +546,7 @@ def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
             "met": met,
         },
         "series": series,
-        "ping_rtt_us": ping,
+        "ping_rtt_us": p4_ping,
         "notes": (
             f"{args.reps} interleaved repetitions of {PROCESSES} processes x {args.sections} "
             f"empty sections of one lock per library; latency_us = wait from asking to holding; "
@@ -539,8 +554,9 @@ def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
             f"repetition's own max); steal_pct = share of the machine's vCPU time the "
             f"hypervisor stole during the timed repetitions (/proc/stat); hand-off = release "
             f"start -> next acquire returned, counted when the next holder was already waiting "
-            f"(wall clock time.time_ns in the workers), p50 over all repetitions / p50 of "
-            f"{len(pings)} redis-py PINGs in the same run; hand_changes = median per repetition; "
+            f"(wall clock time.time_ns in the workers), p50 over all repetitions / the median "
+            f"of the repetitions' p50s of {PINGS_PER_RUN} redis-py PINGs each, timed while the "
+            f"workers wait for the start; hand_changes = median per repetition; "
             f"redis_cmds_per_section = round trips from one more untimed run under MONITOR; "
             f"{defaults}"
         ),
@@ -603,8 +619,8 @@ def print_report(report: dict, args, pings: list[float]) -> None:
         f" latencies, waits, hand-off: over all runs; one redis-server on 127.0.0.1"
     )
     print(
-        f"PING round trip (redis-py, {len(pings)}): p50 {percentile(pings, 50):.0f} us, "
-        f"p99 {percentile(pings, 99):.0f} us"
+        f"PING round trip (redis-py, {len(pings)} at the start): "
+        f"p50 {percentile(pings, 50):.0f} us, p99 {percentile(pings, 99):.0f} us"
     )
     print(f"\nuncontended ({args.cycles} acquire+release cycles, one thread)")
     print(f"{'library':<20}{'cycles/s':>10}{'p50 us':>9}{'p99 us':>9}{'vs redis-py':>13}")
