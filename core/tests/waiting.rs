@@ -284,3 +284,51 @@ async fn closing_the_client_ends_waits_with_closed() {
         .unwrap();
     assert_eq!(result.unwrap_err(), Error::Closed);
 }
+
+/// An owner's next call after its cancelled acquire does not meet what the cancelled call's
+/// last attempt did (it waits for that attempt's undo). Here the attempt, on the wire when its
+/// read acquire was cancelled, took a read hold; the owner's write, sent on the same
+/// connection right after, used to reach Redis before the undo and be refused as an upgrade.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_call_after_its_cancelled_acquire_waits_for_the_undo() {
+    let server = RedisServer::start();
+    let holder_client = connect(&server).await;
+    // Every call on the multiplexed connection: they reach Redis in the order they are sent.
+    let client = builder(&server)
+        .direct_connections(0)
+        .connect()
+        .await
+        .unwrap();
+    let name = "undo-order";
+    let rw = client.read_write_lock(name).unwrap();
+    let me = Owner::random();
+    // Scripts loaded on both connections.
+    rw.write().acquire(&me, NOW, Some(ms(1000))).await.unwrap();
+    rw.write().release(&me).await.unwrap();
+    let holder_lock = holder_client.lock(name).unwrap();
+    holder_lock
+        .acquire(&Owner::random(), NOW, Some(ms(1000)))
+        .await
+        .unwrap();
+
+    let reading = {
+        let (read, me) = (rw.read(), me.clone());
+        tokio::spawn(async move { read.acquire(&me, Some(Duration::from_secs(10)), None).await })
+    };
+    tokio::time::sleep(ms(500)).await;
+    // Redis stalls: the reader's next attempt (at most 250 ms later) stays on the wire, and
+    // runs when the stall ends, after the holder's lease has ended.
+    let stall = server.stall(ms(1200));
+    tokio::time::sleep(ms(350)).await;
+    reading.abort();
+    assert!(reading.await.unwrap_err().is_cancelled());
+
+    let write = rw.write().acquire(&me, NOW, Some(ms(5000))).await;
+    tokio::task::spawn_blocking(move || stall.join().unwrap())
+        .await
+        .unwrap();
+    let hold = write.expect("the owner's write after its cancelled read");
+    assert_eq!(hold.hold_count(), 1);
+    let info = rw.read().inspect().await.unwrap();
+    assert_eq!(info.holders.len(), 1, "{info:?}");
+}

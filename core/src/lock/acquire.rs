@@ -40,6 +40,7 @@ impl Lock {
         if let Some(label) = &options.label {
             crate::inspect::validate_label(label)?;
         }
+        self.tidied(owner).await?;
         let watched = options.lease.is_none() && self.client.config.watchdog;
         let lease_ms = validate_lease(options.lease.unwrap_or(self.client.config.lease))?;
         let wait = options.wait;
@@ -512,8 +513,10 @@ impl Drop for Announcement<'_> {
             let token = self.owner.token().to_owned();
             let waiter = self.waiter.to_owned();
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let ticket = lock.tidy_ticket(&token);
                 runtime.spawn(async move {
                     let _ = withdraw(&lock, &token, &waiter).await;
+                    drop(ticket);
                 });
             }
         }

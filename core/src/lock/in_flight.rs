@@ -165,11 +165,14 @@ impl InFlightAttempt {
             return;
         };
         let undo = self.undo.clone();
+        // Taken now, before the caller hears of the cancellation: the owner's next call waits.
+        let ticket = undo.lock.tidy_ticket(&undo.token);
         self.runtime.spawn(async move {
             let reply = tokio::time::timeout(undo.patience, call)
                 .await
                 .unwrap_or_else(|_| Err(Error::Connection("no reply".into())));
             undo.run(reply).await;
+            drop(ticket);
         });
     }
 }
@@ -210,7 +213,9 @@ pub(super) fn undo_late_direct(mut connection: DirectConnection, undo: Undo, met
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
+    let ticket = undo.lock.tidy_ticket(&undo.token);
     runtime.spawn(async move {
+        let _ticket = ticket;
         let patience = undo.patience;
         let late = tokio::task::spawn_blocking(move || connection.late(patience)).await;
         match late.unwrap_or(Late::Unknown) {

@@ -7,6 +7,7 @@ mod hold;
 mod in_flight;
 mod replies;
 pub(crate) mod scripts;
+mod tidying;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -86,6 +87,8 @@ pub(crate) struct LocalLock {
     waits: AtomicU64,
     wait_nanos: AtomicU64,
     alerts: AtomicU64,
+    /// Tidy-ups of ended acquires under way, which their owner's next calls wait for.
+    tidying: tidying::Tidying,
 }
 
 /// One mode's queue of a name's local waiters: its head alone makes attempts.
@@ -127,6 +130,7 @@ impl Default for LocalLock {
             waits: AtomicU64::new(0),
             wait_nanos: AtomicU64::new(0),
             alerts: AtomicU64::new(0),
+            tidying: tidying::Tidying::default(),
         }
     }
 }
@@ -238,6 +242,7 @@ impl Lock {
     pub async fn release(&self, owner: &Owner) -> Result<u32> {
         // Marked before the call: a renewal that finds the hold gone meanwhile leaves the
         // verdict to this release (it may be what ended the hold).
+        self.tidied(owner).await?;
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let call = self.release_call(owner.token());
         let ping_first = self.local.grants_elsewhere.load(Ordering::Relaxed);
@@ -249,12 +254,25 @@ impl Lock {
     /// [`Lock::release`] on the calling thread's own connection (for blocking callers).
     pub(crate) fn release_direct(&self, owner: &Owner) -> Result<u32> {
         self.client.ensure_open()?;
+        let limit = self.client.config.command_timeout;
+        (self.local.tidying).settled_blocking(owner.token(), limit)?;
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let call = self.release_call(owner.token());
         let ping_first = self.local.grants_elsewhere.load(Ordering::Relaxed);
         let script = SCRIPTS.release(self.mode);
         let reply = (self.client.direct).run(|c| c.eval(script, &call, ping_first))?;
         self.released(owner, reply, &releasing)
+    }
+
+    /// Waits for the tidy-ups of the owner's ended acquires of this name (see `tidying`).
+    async fn tidied(&self, owner: &Owner) -> Result<()> {
+        let limit = self.client.config.command_timeout;
+        self.local.tidying.settled(owner.token(), limit).await
+    }
+
+    /// A ticket that the owner's next calls on this name wait for, held by one tidy-up.
+    fn tidy_ticket(&self, owner_token: &str) -> tidying::TidyTicket {
+        tidying::TidyTicket::new(&self.local, owner_token)
     }
 
     /// The release script call for one hold of the owner with `token` (see release.lua).
@@ -290,6 +308,7 @@ impl Lock {
     /// Sets the lease of `owner`'s hold to `lease` from now. A watchdog-kept hold stays kept.
     pub async fn extend(&self, owner: &Owner, lease: Duration) -> Result<()> {
         let lease_ms = validate_lease(lease)?;
+        self.tidied(owner).await?;
         let mut invocation = self.keyed(&SCRIPTS.extend);
         invocation
             .arg(self.mode.as_arg())
