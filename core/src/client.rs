@@ -264,7 +264,8 @@ impl Client {
         &self.inner.config
     }
 
-    /// Stops the watchdog and the waiters (they fail with `Closed`). Holds stay in Redis until
+    /// Stops the watchdog and the waiters (they fail with `Closed`; one whose last attempt took
+    /// the lock gives it back). Holds stay in Redis until
     /// their lease ends, as with Redisson's shutdown; release them first for a clean exit.
     /// Holds the watchdog kept count as lost from then on ([`Hold::is_lost`](crate::Hold::is_lost),
     /// [`Hold::lost`](crate::Hold::lost)): nothing renews them (the lock-lost callback is not

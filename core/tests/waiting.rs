@@ -285,6 +285,55 @@ async fn closing_the_client_ends_waits_with_closed() {
     assert_eq!(result.unwrap_err(), Error::Closed);
 }
 
+/// A waiter whose attempt is on the wire when the client closes, and takes the lock when Redis
+/// runs it, fails with `Closed` as close() promises its waiters, and gives the lock back (no
+/// watchdog would keep it). It used to return a "watched" hold that nothing renewed and nothing
+/// reported lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_attempt_wins_as_the_client_closes_fails_and_gives_the_lock_back() {
+    let server = RedisServer::start();
+    let holder_client = connect(&server).await;
+    let client = connect(&server).await; // the watchdog's lease: 30 s
+    let name = "close-race";
+    let holder_lock = holder_client.lock(name).unwrap();
+    holder_lock
+        .acquire(&Owner::random(), NOW, Some(ms(1000)))
+        .await
+        .unwrap();
+    // The waiter tries again every re-check (250 ms) until the holder's lease ends (1 s).
+    let lock = client.lock(name).unwrap();
+    let waiting = tokio::spawn(async move {
+        lock.acquire(&Owner::random(), Some(Duration::from_secs(10)), None)
+            .await
+    });
+    tokio::time::sleep(ms(400)).await;
+    // Redis stalls 1.5 s: the waiter's next attempt stays on the wire. The client closes
+    // meanwhile, and the attempt runs when the stall ends, after the holder's lease did.
+    let stall = server.stall(ms(1500));
+    tokio::time::sleep(ms(400)).await;
+    client.close();
+    tokio::task::spawn_blocking(move || stall.join().unwrap())
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the acquire ends")
+        .unwrap();
+    assert_eq!(
+        outcome.map(|h| h.fencing_token()).unwrap_err(),
+        Error::Closed
+    );
+    // Given back, long before a 30 s lease could lapse.
+    let free = async {
+        while !lock_keys(&server).is_empty() {
+            tokio::time::sleep(ms(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(3), free)
+        .await
+        .unwrap_or_else(|_| panic!("still held: {:?}", lock_keys(&server)));
+}
+
 /// An owner's next call after its cancelled acquire does not meet what the cancelled call's
 /// last attempt did (it waits for that attempt's undo). Here the attempt, on the wire when its
 /// read acquire was cancelled, took a read hold; the owner's write, sent on the same

@@ -121,6 +121,17 @@ impl Lock {
         let Attempt::Acquired { fence, count } = last else {
             unreachable!("wait_for_turn returns only once acquired")
         };
+        if self.client.ensure_open().is_err() {
+            // Closed while the attempt that took it was on the wire: the call fails as close()
+            // promises its waiters, and the hold is given back (no watchdog would keep it).
+            let undo = Undo::new(self, owner.token(), &waiter, 0, lease_ms);
+            let ticket = self.tidy_ticket(owner.token());
+            tokio::spawn(async move {
+                undo.give_back().await;
+                drop(ticket);
+            });
+            return Err(Error::Closed);
+        }
         let lost = if watched {
             Some((self.client.watchdog).track(&self.client, self.watch_key(owner), fence))
         } else {

@@ -107,6 +107,11 @@ impl Undo {
         }
     }
 
+    /// Gives back the one hold count an attempt that its caller cannot keep added.
+    pub async fn give_back(&self) {
+        self.report(self.take_back_hold().await);
+    }
+
     /// Withdraws the waiter the attempt announced, if it announced one.
     async fn withdraw(&self) -> Result<()> {
         if !self.announced {

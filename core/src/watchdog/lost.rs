@@ -32,6 +32,14 @@ impl LostSignal {
         signal
     }
 
+    /// The signal of a hold tracked after the watchdog stopped: lost, and not kept.
+    pub(super) fn lost_and_ended() -> Self {
+        let signal = LostSignal::default();
+        signal.set();
+        signal.ended.store(true, Ordering::SeqCst);
+        signal
+    }
+
     pub(super) fn set(&self) {
         self.lost.store(true, Ordering::SeqCst);
         self.notify.notify_waiters();

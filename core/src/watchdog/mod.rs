@@ -14,7 +14,7 @@ pub(crate) use renewal::run;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::client::ClientInner;
@@ -85,6 +85,8 @@ pub(crate) struct Watchdog {
     ended: Mutex<EndedUntracked>,
     next_id: AtomicU64,
     renew_calls: AtomicU64,
+    /// Set by `stop` (under the entries' lock): a hold tracked after it is lost at once.
+    stopped: AtomicBool,
 }
 
 impl WatchKey {
@@ -118,6 +120,10 @@ impl Watchdog {
         // A new hold of the same owner is not the lost one.
         self.lost.lock().unwrap().take(&key);
         let mut entries = self.entries.lock().unwrap();
+        if self.stopped.load(Ordering::SeqCst) {
+            // Closed while the acquire ran: nothing will renew it (as for the holds kept then).
+            return (Arc::new(LostSignal::lost_and_ended()), None);
+        }
         // Under the entries' lock, as a release records it there.
         if self.ended.lock().unwrap().take(&key, fence) {
             // Its release was heard first: nothing to keep.
@@ -358,7 +364,11 @@ impl Watchdog {
     /// Their lost signals are set (so waits on them end instead of hanging), without the
     /// lock-lost callback: the user closed the client.
     pub(crate) fn stop(&self) {
-        let entries = std::mem::take(&mut *self.entries.lock().unwrap());
+        let entries = {
+            let mut entries = self.entries.lock().unwrap();
+            self.stopped.store(true, Ordering::SeqCst);
+            std::mem::take(&mut *entries)
+        };
         for entry in entries.into_values() {
             entry.lost.set();
         }

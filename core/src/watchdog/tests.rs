@@ -219,3 +219,16 @@ fn a_release_mark_outlives_neither_its_hold_nor_a_replaced_tracking() {
     // Nothing tracked: no mark, and dropping it touches nothing.
     drop(watchdog.releasing(|| key("a")));
 }
+
+#[test]
+fn a_hold_tracked_after_stop_is_lost_and_not_kept() {
+    let watchdog = Watchdog::default();
+    let before = track(&watchdog, key("a"), 1);
+    watchdog.stop();
+    assert!(before.is_set() && !before.is_watched());
+    // An acquire that finished as the client closed: nothing would renew it.
+    let after = track(&watchdog, key("b"), 2);
+    assert!(after.is_set(), "reported lost");
+    assert!(!after.is_watched());
+    assert_eq!(watchdog.len(), 0);
+}
