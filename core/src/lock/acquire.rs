@@ -11,8 +11,8 @@
 //!   makes attempts; waiters behind it talk to Redis only to keep their announcement alive
 //!   (every two re-check periods) and after a pub/sub reconnect;
 //! - a release is noticed through pub/sub without polling; if a message is lost, the waiter
-//!   re-checks after at most `recheck_interval` (sooner when the holder's lease ends first), and
-//!   an attempt claims a grant whose message was lost;
+//!   re-checks after at most `recheck_interval` (at the holder's lease end, when its last
+//!   attempt saw that come sooner), and an attempt claims a grant whose message was lost;
 //! - dropping the future (cancellation), a timeout or an error leaves nothing in Redis: a
 //!   waiter's announcement is withdrawn (and expires on its own regardless), and an attempt
 //!   whose script was already sent is undone once its reply arrives (see `in_flight`).
