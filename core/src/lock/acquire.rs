@@ -135,7 +135,7 @@ impl Lock {
         let lost = if watched {
             Some((self.client.watchdog).track(&self.client, self.watch_key(owner), fence))
         } else {
-            self.client.watchdog.clear_lost(|| self.watch_key(owner));
+            (self.client.watchdog).untracked(&self.client, || self.watch_key(owner), fence);
             None
         };
         Ok(Hold {

@@ -89,6 +89,10 @@ impl EndedUntracked {
         self.holds.push_back((key, fence));
     }
 
+    pub(super) fn is_empty(&self) -> bool {
+        self.holds.is_empty()
+    }
+
     /// Whether the hold of `key` with `fence` ended already (forgotten now).
     pub(super) fn take(&mut self, key: &WatchKey, fence: u64) -> bool {
         let found = self.holds.iter().position(|(k, f)| *f == fence && k == key);

@@ -131,7 +131,7 @@ impl Watchdog {
         }
         let new_entry = |key: &WatchKey| WatchEntry {
             lost: Arc::default(),
-            renewal: Renewal::new(key, self.next_id.fetch_add(1, Ordering::Relaxed)),
+            renewal: Renewal::new(key, self.next_id.fetch_add(1, Ordering::Relaxed), fence),
             fence,
             releasing: 0,
         };
@@ -345,12 +345,51 @@ impl Watchdog {
             .or_else(|| take_gone(&mut entries, key, upto, releasing))
     }
 
-    /// A new fixed-lease hold of `key` is not the lost one (watched holds clear it in `track`).
-    pub(crate) fn clear_lost(&self, key: impl FnOnce() -> WatchKey) {
-        let mut lost = self.lost.lock().unwrap();
-        if !lost.keys.is_empty() {
-            lost.take(&key());
+    /// A new hold of `key` with this fence that the watchdog does not keep (a fixed lease). It
+    /// is not the lost one (watched holds clear that in `track`). A tracked older hold of the
+    /// key is gone from Redis (this one could not be taken otherwise): it is retired, and
+    /// reported lost unless a release of it is under way, as `track` replaces one. A release of
+    /// this hold heard before this acquire left a record for a watched acquire: dropped.
+    pub(crate) fn untracked(
+        &self,
+        client: &ClientInner,
+        key: impl FnOnce() -> WatchKey,
+        fence: u64,
+    ) {
+        if let Some(key) = self.untracked_entry(key, fence) {
+            report_lost(client, &key);
         }
+    }
+
+    /// [`untracked`](Self::untracked) without the report: returns the key of a retired hold
+    /// found lost (its signal set).
+    fn untracked_entry(&self, key: impl FnOnce() -> WatchKey, fence: u64) -> Option<WatchKey> {
+        let key = std::cell::LazyCell::new(key);
+        {
+            let mut lost = self.lost.lock().unwrap();
+            if !lost.keys.is_empty() {
+                lost.take(&key);
+            }
+        }
+        let mut entries = self.entries.lock().unwrap();
+        {
+            let mut ended = self.ended.lock().unwrap();
+            if !ended.is_empty() {
+                ended.take(&key, fence);
+            }
+        }
+        if entries.is_empty() || entries.get(&key).is_none_or(|entry| entry.fence >= fence) {
+            return None;
+        }
+        let key = WatchKey::clone(&key);
+        let old = entries.remove(&key).expect("looked up above");
+        if old.releasing > 0 {
+            // Its release's reply tells whether it ended it.
+            self.parked.lock().unwrap().insert(old.renewal.id, old);
+            return None;
+        }
+        old.lost.set();
+        Some(key)
     }
 
     fn lost(&self, client: &ClientInner, key: WatchKey, entry: WatchEntry) {

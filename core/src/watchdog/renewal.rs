@@ -9,33 +9,40 @@ use std::time::Duration;
 use super::{BATCH, WatchKey};
 use crate::client::ClientInner;
 use crate::keys::KeyArg;
-use crate::lock::Mode;
 use crate::lock::scripts::SCRIPTS;
 
-/// What a renewal sends for one hold, in one allocation: the state key, then the owner token.
-/// At 100 000 holds, building a tick's calls is mostly waiting for memory: one cache miss per
-/// hold here instead of three (the lock's keys, the key text, the token).
+/// What a renewal sends for one hold, in one allocation: the state key, the owner token, then
+/// the hold's tag (its mode's letter and its fence). At 100 000 holds, building a tick's calls
+/// is mostly waiting for memory: one cache miss per hold here instead of three (the lock's
+/// keys, the key text, the token).
 #[derive(Clone)]
 pub(super) struct Renewal {
     text: Arc<str>,
     /// Where the token starts in `text`.
     split: u32,
-    mode: Mode,
+    /// Where the tag starts in `text`.
+    tag_at: u32,
     slot: u16,
     /// Unique per tracking: a hold released and taken again gets a new one.
     pub(super) id: u64,
 }
 
 impl Renewal {
-    pub(super) fn new(key: &WatchKey, id: u64) -> Self {
+    /// The renewal of the hold of `key` with this fencing token: only that hold is renewed,
+    /// not a later one of the same owner (taken with a fixed lease here or by another instance
+    /// after this one was released or lost).
+    pub(super) fn new(key: &WatchKey, id: u64, fence: u64) -> Self {
+        use std::fmt::Write;
         let state = key.keys.state();
-        let mut text = String::with_capacity(state.len() + key.token.len());
+        let mut text = String::with_capacity(state.len() + key.token.len() + 21);
         text.push_str(state);
         text.push_str(&key.token);
+        text.push_str(key.mode.as_arg());
+        write!(text, "{fence}").expect("writing to a String");
         Renewal {
             text: text.into(),
             split: state.len() as u32,
-            mode: key.mode,
+            tag_at: (state.len() + key.token.len()) as u32,
             slot: key.keys.slot,
             id,
         }
@@ -46,7 +53,12 @@ impl Renewal {
     }
 
     fn token(&self) -> &str {
-        &self.text[self.split as usize..]
+        &self.text[self.split as usize..self.tag_at as usize]
+    }
+
+    /// The mode's letter, then the fence (see renew.lua).
+    fn tag(&self) -> &str {
+        &self.text[self.tag_at as usize..]
     }
 }
 
@@ -119,7 +131,7 @@ async fn renew_all(client: &ClientInner) {
 /// The `EVALSHA` of renew.lua for one batch: a plain command, built in one buffer sized up
 /// front (at 100 000 holds the arguments are most of a tick's work).
 fn renew_call(batch: &[Renewal], lease_ms: u64) -> redis::Cmd {
-    let bytes: usize = batch.iter().map(|hold| 2 * hold.text.len() + 8).sum();
+    let bytes: usize = batch.iter().map(|hold| 2 * hold.text.len() + 16).sum();
     let mut call = redis::Cmd::with_capacity(3 + 4 * batch.len(), bytes + 64);
     call.arg("EVALSHA")
         .arg(SCRIPTS.renew.get_hash())
@@ -135,7 +147,7 @@ fn renew_call(batch: &[Renewal], lease_ms: u64) -> redis::Cmd {
     }
     call.arg(lease_ms);
     for hold in batch {
-        call.arg(hold.mode.as_arg()).arg(hold.token());
+        call.arg(hold.tag()).arg(hold.token());
     }
     call
 }

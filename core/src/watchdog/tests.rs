@@ -232,3 +232,34 @@ fn a_hold_tracked_after_stop_is_lost_and_not_kept() {
     assert!(!after.is_watched());
     assert_eq!(watchdog.len(), 0);
 }
+
+#[test]
+fn a_fixed_lease_hold_retires_an_older_tracking_of_its_key_only() {
+    let watchdog = Watchdog::default();
+    let old = track(&watchdog, key("a"), 3);
+    let other = track(&watchdog, key("b"), 4);
+    // The owner of "a" took a fixed-lease hold with fence 5: the one with fence 3 is gone.
+    assert!(watchdog.untracked_entry(|| key("a"), 5) == Some(key("a")));
+    assert!(old.is_set() && !old.is_watched());
+    assert!(other.is_watched(), "another key's hold is kept");
+    // A fixed-lease hold heard after a newer watched one (replies out of order) retires nothing.
+    let newer = track(&watchdog, key("b"), 9);
+    assert!(watchdog.untracked_entry(|| key("b"), 6).is_none());
+    assert!(newer.is_watched());
+    assert_eq!(tracked_fence(&watchdog, "b"), Some(9));
+}
+
+#[test]
+fn a_fixed_lease_acquire_drops_the_ended_record_its_early_release_left() {
+    let watchdog = Watchdog::default();
+    let _old = track(&watchdog, key("a"), 3);
+    // Its fixed-lease hold with fence 5 was released before its acquire was heard: the release
+    // found fence 3 tracked and remembered fence 5 as ended.
+    let releasing = unmarked(&watchdog);
+    assert!(forget(&watchdog, "a", 5, &releasing) == Some(key("a")));
+    drop(releasing);
+    assert!(watchdog.untracked_entry(|| key("a"), 5).is_none());
+    // A later watched hold that draws fence 5 (a restarted server) is kept.
+    let later = track(&watchdog, key("a"), 5);
+    assert!(later.is_watched());
+}

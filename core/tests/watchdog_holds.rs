@@ -1,0 +1,169 @@
+//! The watchdog keeps exactly the holds it tracks, and says when one is gone: a later hold of
+//! the same owner (a fixed lease here, or another instance's) is left to its own lease; a
+//! restart that counts fences anew; extend on a kept hold. (Each of these failed before the
+//! renewal checked the fence, 2026-11-26.)
+
+mod common;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use redlock_core::{Client, Error, LockLostEvent, Owner};
+
+/// A client with this watchdog lease that records every lock-lost event it reports.
+async fn recording_losses(
+    server: &RedisServer,
+    lease: Duration,
+) -> (Client, Arc<Mutex<Vec<LockLostEvent>>>) {
+    let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
+    let seen = events.clone();
+    let client = builder(server)
+        .lease(lease)
+        .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
+        .connect()
+        .await
+        .unwrap();
+    (client, events)
+}
+
+/// Runs a test body with a hard limit: a hang is a failure.
+async fn limited(body: impl Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(30), body)
+        .await
+        .expect("the test hung");
+}
+
+/// Returns right after a renewal tick finished, so the next one is a whole period away.
+async fn just_after_a_tick(client: &Client) {
+    let calls = client.watchdog_calls();
+    while client.watchdog_calls() == calls {
+        tokio::time::sleep(ms(2)).await;
+    }
+    tokio::time::sleep(ms(30)).await;
+}
+
+async fn acquire_retrying(
+    lock: &redlock_core::Lock,
+    owner: &Owner,
+    lease: Option<Duration>,
+) -> redlock_core::Hold {
+    loop {
+        match lock.acquire(owner, NOW, lease).await {
+            Ok(hold) => break hold,
+            Err(Error::Connection(_)) => tokio::time::sleep(ms(50)).await,
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+}
+
+/// A watched hold vanished (another client's force unlock) and its owner takes the lock
+/// again with a fixed lease before the next tick. The stale tracking of the vanished hold keeps
+/// renewing the new fixed-lease hold (renew.lua checked the owner token only, not the fence):
+/// the fixed lease never ended while this client ran, and the vanished hold was never reported
+/// lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_lease_hold_is_not_kept_alive_by_the_stale_tracking_of_a_vanished_watched_hold() {
+    limited(async {
+        let server = RedisServer::start();
+        let (client, events) = recording_losses(&server, ms(900)).await;
+        let admin = connect(&server).await;
+        let lock = client.lock("stale-tracking").unwrap();
+        let owner = Owner::random();
+        let watched = lock.acquire(&owner, NOW, None).await.unwrap();
+        just_after_a_tick(&client).await;
+        assert!(admin.force_unlock("stale-tracking").await.unwrap());
+        let fixed = lock.acquire(&owner, NOW, Some(ms(300))).await.unwrap();
+        assert_eq!(fixed.hold_count(), 1, "a new hold, not a re-entry");
+        assert!(fixed.fencing_token() > watched.fencing_token());
+        // Five lease ends of the fixed hold, five renewal periods.
+        tokio::time::sleep(ms(1_500)).await;
+        let held = lock.is_held_by(&owner).await.unwrap();
+        let lease_left = lock.inspect().await.unwrap().lease_left;
+        tokio::time::sleep(ms(100)).await;
+        let events = events.lock().unwrap().len();
+        assert!(
+            !held && watched.is_lost() && client.watched_holds() == 0 && events == 1,
+            "the 300 ms hold is still held after 1.5 s: {held} (lease left {lease_left:?}); \
+             the vanished watched hold lost: {} (watched {}), watched holds {}, lost events {events}",
+            watched.is_lost(),
+            watched.is_watched(),
+            client.watched_holds(),
+        );
+    })
+    .await;
+}
+
+/// The same across clients: the contract lets another instance release with the owner's token and
+/// take the lock again; this client's watchdog must not keep that other instance's fixed lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instance_s_fixed_lease_hold_of_the_same_owner_is_not_renewed_by_this_watchdog() {
+    limited(async {
+        let server = RedisServer::start();
+        let (client, _events) = recording_losses(&server, ms(900)).await;
+        let other = connect(&server).await;
+        let owner = Owner::random();
+        let here = client.lock("handed-over").unwrap();
+        let there = other.lock("handed-over").unwrap();
+        let watched = here.acquire(&owner, NOW, None).await.unwrap();
+        just_after_a_tick(&client).await;
+        // The other instance releases (it presents the token: it is the owner), then locks
+        // again with a 300 ms lease.
+        assert_eq!(there.release(&owner).await.unwrap(), 0);
+        let fixed = there.acquire(&owner, NOW, Some(ms(300))).await.unwrap();
+        assert!(fixed.fencing_token() > watched.fencing_token());
+        tokio::time::sleep(ms(1_500)).await;
+        let held = there.is_held_by(&owner).await.unwrap();
+        assert!(
+            !held,
+            "the other instance's 300 ms hold is still held after 1.5 s (renewed by this \
+             client's watchdog for a hold that was released); this client's hold lost: {}",
+            watched.is_lost()
+        );
+    })
+    .await;
+}
+
+/// A release remembered an "ended" hold (key, fence) for an acquire it expected to hear
+/// later; when that acquire was a fixed-lease one, heard before, the record stayed. After a
+/// restart without persistence the server counts fences anew, and a later watched hold of the
+/// owner that drew the same fence was not tracked at all: nothing renewed it, and it expired
+/// while its owner held it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_hold_after_a_restart_is_renewed_even_if_an_old_release_ended_the_same_fence() {
+    limited(async {
+        let mut server = RedisServer::start();
+        let (client, _events) = recording_losses(&server, ms(900)).await;
+        let admin = connect(&server).await;
+        let lock = client.lock("reused-fence").unwrap();
+        let owner = Owner::random();
+        let first = lock.acquire(&owner, NOW, None).await.unwrap();
+        just_after_a_tick(&client).await;
+        assert!(admin.force_unlock("reused-fence").await.unwrap());
+        let fixed = lock.acquire(&owner, NOW, Some(ms(5_000))).await.unwrap();
+        let ended_fence = fixed.fencing_token();
+        assert_eq!(lock.release(&owner).await.unwrap(), 0);
+        assert!(first.is_lost());
+
+        server.restart(); // data lost: fences count from 1 again
+        // Spend fences up to just below the one the release ended.
+        let mut hold = acquire_retrying(&lock, &owner, Some(ms(5_000))).await;
+        while hold.fencing_token() + 1 < ended_fence {
+            lock.release(&owner).await.unwrap();
+            hold = acquire_retrying(&lock, &owner, Some(ms(5_000))).await;
+        }
+        lock.release(&owner).await.unwrap();
+        let watched = lock.acquire(&owner, NOW, None).await.unwrap();
+        assert_eq!(watched.fencing_token(), ended_fence);
+        let tracked = (watched.is_watched(), client.watched_holds());
+        tokio::time::sleep(ms(1_500)).await;
+        let held = lock.is_held_by(&owner).await.unwrap();
+        assert!(
+            held && tracked == (true, 1),
+            "a watched hold, never released: held after 1.5 s {held}, \
+             (is_watched, watched_holds) right after the acquire {tracked:?}"
+        );
+    })
+    .await;
+}
