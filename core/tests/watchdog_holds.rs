@@ -167,3 +167,75 @@ async fn a_watched_hold_after_a_restart_is_renewed_even_if_an_old_release_ended_
     })
     .await;
 }
+
+/// extend() on a watched hold: "A watchdog-kept hold stays kept" (Lock::extend's doc). A
+/// short extend made the hold expire before the next tick, which then reported it lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_hold_stays_kept_after_a_short_extend() {
+    limited(async {
+        let server = RedisServer::start();
+        let (client, events) = recording_losses(&server, ms(900)).await;
+        let lock = client.lock("short-extend").unwrap();
+        let owner = Owner::random();
+        let hold = lock.acquire(&owner, NOW, None).await.unwrap();
+        just_after_a_tick(&client).await;
+        lock.extend(&owner, ms(50)).await.unwrap();
+        tokio::time::sleep(ms(1_000)).await;
+        let held = lock.is_held_by(&owner).await.unwrap();
+        tokio::time::sleep(ms(100)).await;
+        assert!(
+            held && !hold.is_lost(),
+            "never released: held {held}, reported lost {} (events {})",
+            hold.is_lost(),
+            events.lock().unwrap().len()
+        );
+        assert_eq!(lock.release(&owner).await.unwrap(), 0);
+    })
+    .await;
+}
+
+/// After a restart without persistence, extend of a watched hold finds it gone: it should
+/// say LockLost (and report it) as a release does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_of_a_watched_hold_the_restarted_server_lost_says_lock_lost() {
+    limited(async {
+        let mut server = RedisServer::start();
+        let (client, _events) = recording_losses(&server, Duration::from_secs(60)).await;
+        // The same loss through another client's force unlock: extend says LockLost.
+        let admin = connect(&server).await;
+        let unlocked = client.lock("unlocked-extend").unwrap();
+        let someone = Owner::random();
+        let gone = unlocked.acquire(&someone, NOW, None).await.unwrap();
+        assert!(admin.force_unlock("unlocked-extend").await.unwrap());
+        assert_eq!(
+            unlocked.extend(&someone, ms(5_000)).await,
+            Err(Error::LockLost)
+        );
+        assert!(gone.is_lost());
+        drop(admin);
+
+        let lock = client.lock("restarted-extend").unwrap();
+        let owner = Owner::random();
+        // Some fences spent first, so the tracked hold's fence is above the new counter.
+        for _ in 0..3 {
+            lock.acquire(&owner, NOW, None).await.unwrap();
+            lock.release(&owner).await.unwrap();
+        }
+        let hold = lock.acquire(&owner, NOW, None).await.unwrap();
+        server.restart();
+        let extended = loop {
+            match lock.extend(&owner, ms(5_000)).await {
+                Err(Error::Connection(_)) => tokio::time::sleep(ms(50)).await,
+                other => break other,
+            }
+        };
+        let lost_after_extend = hold.is_lost();
+        let release = lock.release(&owner).await;
+        assert!(
+            extended == Err(Error::LockLost) && lost_after_extend,
+            "extend said {extended:?} (reported lost by it: {lost_after_extend}); \
+             the release right after it says {release:?}"
+        );
+    })
+    .await;
+}

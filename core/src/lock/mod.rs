@@ -305,10 +305,20 @@ impl Lock {
         }
     }
 
-    /// Sets the lease of `owner`'s hold to `lease` from now. A watchdog-kept hold stays kept.
+    /// Sets the lease of `owner`'s hold to `lease` from now. A watchdog-kept hold stays kept
+    /// (its lease is not set below the watchdog's).
     pub async fn extend(&self, owner: &Owner, lease: Duration) -> Result<()> {
-        let lease_ms = validate_lease(lease)?;
+        let mut lease_ms = validate_lease(lease)?;
         self.tidied(owner).await?;
+        // Marked as a release marks it: a renewal that finds the hold gone meanwhile leaves the
+        // verdict to this call, whose "not held" says lost (even where the server counts fences
+        // anew after losing its data).
+        let marked = self.client.watchdog.releasing(|| self.watch_key(owner));
+        if marked.is_tracked() {
+            // A hold the watchdog keeps stays kept: a lease shorter than its renewal's could
+            // end between two ticks.
+            lease_ms = lease_ms.max(self.client.config.lease.as_millis() as u64);
+        }
         let mut invocation = self.keyed(&SCRIPTS.extend);
         invocation
             .arg(self.mode.as_arg())
@@ -316,7 +326,9 @@ impl Lock {
             .arg(lease_ms);
         match self.client.invoke(&invocation).await? {
             ExtendReply::Extended => Ok(()),
-            ExtendReply::NotHeld { upto } => Err(self.not_held(&self.watch_key(owner), upto, None)),
+            ExtendReply::NotHeld { upto } => {
+                Err(self.not_held(&self.watch_key(owner), upto, Some(&marked)))
+            }
         }
     }
 

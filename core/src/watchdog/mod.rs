@@ -449,6 +449,11 @@ pub(crate) struct Releasing<'a> {
 }
 
 impl Releasing<'_> {
+    /// Whether the hold was tracked (kept by the watchdog) when the guard was made.
+    pub(crate) fn is_tracked(&self) -> bool {
+        self.tracked.is_some()
+    }
+
     /// Whether `entry` is the tracking this release marked (not replaced since).
     fn marked(&self, entry: &WatchEntry) -> bool {
         self.tracked
