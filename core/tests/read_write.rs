@@ -378,3 +378,67 @@ async fn a_waiting_writer_does_not_keep_its_clients_readers_from_their_turn() {
         .unwrap();
     assert_eq!(hold.mode(), Mode::Write);
 }
+
+/// inspect.lua never purges, and counted live readers as `ZCOUNT Z (now +inf` minus one whenever
+/// Z holds the member 'w' — even when the writer's lease in 'w' has already ended (so ZCOUNT did
+/// not count it). A downgraded writer whose write lease ran out while its read share lives on
+/// was then reported as no holder at all: mode None, holder_count 0, although the same inspect
+/// lists the reader and `is_locked()` of the read view says it is held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_counts_the_read_share_of_a_downgraded_writer_whose_write_lease_ended() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("inspect-downgraded").unwrap();
+    let o = Owner::random();
+    // Fixed leases: no watchdog, so no script runs (nothing purges) while we wait.
+    rw.write().acquire(&o, NOW, Some(ms(150))).await.unwrap();
+    rw.read().acquire(&o, NOW, Some(ms(30_000))).await.unwrap();
+    tokio::time::sleep(ms(400)).await; // the write lease has ended, the read share lives on
+
+    assert!(
+        rw.read().is_locked().await.unwrap(),
+        "state.lua: still read-held"
+    );
+    assert_eq!(rw.read().hold_count(&o).await.unwrap(), 1);
+    let info = rw.read().inspect().await.unwrap();
+    assert_eq!(info.holders.len(), 1, "{info:?}");
+    assert_eq!(info.holders[0].mode, Mode::Read);
+    assert_eq!(
+        info.mode,
+        Some(Mode::Read),
+        "inspect calls a read-held lock free: {info:?}"
+    );
+    assert_eq!(info.holder_count, 1, "{info:?}");
+    assert!(info.lease_left.is_some_and(|l| l > Duration::from_secs(20)));
+}
+
+/// The same for waiting readers: inspect.lua subtracted one for WR's 'turn' marker whenever
+/// the marker is present, although `ZCOUNT WR (now +inf` did not count it once the turn has ended
+/// (nothing purges it before the next acquire or release). State set up with raw commands: the
+/// one a reader leaves that announced itself while a writer held, was given its readers' turn
+/// when the writer left, and stalled through the whole turn (its announcement, renewed later
+/// than the turn began, still runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_counts_a_waiting_reader_after_a_readers_turn_ended() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let rw = client.read_write_lock("inspect-turn").unwrap();
+    let time = server.command(&["TIME"]);
+    let seconds: u64 = time.lines().nth(2).unwrap().parse().unwrap();
+    let now_ms = seconds * 1000;
+    let (ended, announced_until) = ((now_ms - 2_000).to_string(), (now_ms + 60_000).to_string());
+    let key = "redlock:{inspect-turn}:wr";
+    let added = server.command(&["ZADD", key, &ended, "turn", &announced_until, "r:stalled"]);
+    assert!(added.starts_with(":2"), "{added}");
+    assert!(
+        server
+            .command(&["PEXPIREAT", key, &announced_until])
+            .starts_with(":1")
+    );
+
+    let info = rw.read().inspect().await.unwrap();
+    assert_eq!(
+        info.waiting_readers, 1,
+        "a live waiting reader is not counted: {info:?}"
+    );
+}

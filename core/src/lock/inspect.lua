@@ -22,8 +22,14 @@ for i = 1, #members, 2 do
     table.insert(holders, {'r', tok, tonumber(f[1]), tonumber(f[2]), f[3] or '', left})
   end
 end
+-- Nothing is purged here: a member whose lease ended may still be in Z (or WR), and ZCOUNT
+-- did not count it, so neither is it taken off again.
+local function live_member(zset, member)
+  local score = redis.call('ZSCORE', zset, member)
+  return score and tonumber(score) > now()
+end
 local readers = redis.call('ZCOUNT', Z, '(' .. now(), '+inf')
-if redis.call('ZSCORE', Z, 'w') then readers = readers - 1 end
+if live_member(Z, 'w') then readers = readers - 1 end
 live = live + math.max(readers, 0)
 local fence = tonumber(redis.call('GET', FENCE) or '0')
 -- Live announcements only (one that ran out may still sit behind a live one): O(waiters),
@@ -33,5 +39,5 @@ for _, info in ipairs(redis.call('HVALS', WI)) do
   if announced_until(info) > now() then waiting = waiting + 1 end
 end
 local waiting_r = redis.call('ZCOUNT', WR, '(' .. now(), '+inf')
-if redis.call('ZSCORE', WR, 'turn') then waiting_r = waiting_r - 1 end
+if live_member(WR, 'turn') then waiting_r = waiting_r - 1 end
 return {now(), fence, waiting, live, holders, math.max(waiting_r, 0)}
