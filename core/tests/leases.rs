@@ -2,28 +2,12 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use redlock_core::{Client, Error, LockLostEvent, Mode, Owner};
-
-/// A client with this default lease that records every lock-lost event it reports.
-async fn recording_losses(
-    server: &RedisServer,
-    lease: Duration,
-) -> (Client, Arc<Mutex<Vec<LockLostEvent>>>) {
-    let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
-    let seen = events.clone();
-    let client = builder(server)
-        .lease(lease)
-        .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
-        .connect()
-        .await
-        .unwrap();
-    (client, events)
-}
+use redlock_core::{Error, LockLostEvent, Mode, Owner};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_expiry_frees_the_lock_and_release_after_it_is_not_held() {

@@ -6,27 +6,10 @@
 mod common;
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use redlock_core::{Client, Error, LockLostEvent, Owner};
-
-/// A client with this watchdog lease that records every lock-lost event it reports.
-async fn recording_losses(
-    server: &RedisServer,
-    lease: Duration,
-) -> (Client, Arc<Mutex<Vec<LockLostEvent>>>) {
-    let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
-    let seen = events.clone();
-    let client = builder(server)
-        .lease(lease)
-        .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
-        .connect()
-        .await
-        .unwrap();
-    (client, events)
-}
+use redlock_core::{Client, Error, Owner};
 
 /// Runs a test body with a hard limit: a hang is a failure.
 async fn limited(body: impl Future<Output = ()>) {

@@ -1,10 +1,11 @@
 //! Shared set-up for the integration tests: a throwaway redis-server and clients on it.
 #![allow(dead_code)]
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use redlock_core::testing::RedisServer;
-use redlock_core::{Client, ClientBuilder};
+use redlock_core::{Client, ClientBuilder, LockLostEvent};
 
 pub const SHORT: Option<Duration> = Some(Duration::from_millis(200));
 pub const NOW: Option<Duration> = Some(Duration::ZERO);
@@ -61,4 +62,20 @@ pub fn channels_of(server: &RedisServer, name: &str) -> usize {
     let reply = server.command(&["PUBSUB", "CHANNELS", &format!("*{{{name}}}*")]);
     let count = reply.strip_prefix('*').and_then(|r| r.split("\r\n").next());
     count.and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+/// A client with this default (watchdog) lease that records every lock-lost event it reports.
+pub async fn recording_losses(
+    server: &RedisServer,
+    lease: Duration,
+) -> (Client, Arc<Mutex<Vec<LockLostEvent>>>) {
+    let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
+    let seen = events.clone();
+    let client = builder(server)
+        .lease(lease)
+        .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
+        .connect()
+        .await
+        .unwrap();
+    (client, events)
 }
