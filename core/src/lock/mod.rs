@@ -240,9 +240,9 @@ impl Lock {
     /// `NotHeld` when the owner does not hold it (nothing changes); `LockLost` when this client's
     /// watchdog was keeping the hold alive and Redis no longer has it.
     pub async fn release(&self, owner: &Owner) -> Result<u32> {
+        self.tidied(owner).await?;
         // Marked before the call: a renewal that finds the hold gone meanwhile leaves the
         // verdict to this release (it may be what ended the hold).
-        self.tidied(owner).await?;
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let call = self.release_call(owner.token());
         let ping_first = self.local.grants_elsewhere.load(Ordering::Relaxed);
