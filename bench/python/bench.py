@@ -272,8 +272,8 @@ def contended(make, url: str, sections: int) -> tuple[dict, dict]:
         "wait_max_ms": max(waits) / 1e3,
         "handoffs": hand_changes,
         "commands_per_section": (after - before) / total,
+        "ping_p50_us": percentile(pings, 50),
     }
-    summary["ping_p50_us"] = percentile(pings, 50)
     if handoffs:
         summary["handoff_p50_us"] = percentile(handoffs, 50)
     rows = {"waits_us": waits, "handoffs_us": handoffs, "stolen_s": [], "timed_s": []}
@@ -397,8 +397,8 @@ def main() -> None:
         }
         if s["handoffs_us"]:
             pooled["handoff_p50_us"] = percentile(s["handoffs_us"], 50)
-            # Over the median of the repetitions' own PING p50s (as Go's).
-            ping_p50 = statistics.median(r["ping_p50_us"] for r in runs[name]["contended"])
+            # Over the median of the repetitions' own PING p50s (as Go's), from medians().
+            ping_p50 = report[name]["contended"]["ping_p50_us"]
             pooled["handoff_p50_rtt"] = pooled["handoff_p50_us"] / ping_p50
         report[name]["contended"].update(pooled)
     print_report(report, args, pings)
@@ -525,10 +525,13 @@ def write_fragments(args, names, runs, report, samples, pings) -> list[Path]:
         )
     ours = next((s["extra"] for s in series if s["library"] == OURS), None)
     # The divisor of ours: the median of its repetitions' PING p50s.
-    ours_pings = [r["ping_p50_us"] for r in runs[OURS]["contended"]] if OURS in runs else []
-    p4_ping = {"p50": round(statistics.median(ours_pings), 1)} if ours_pings else ping
-    if ours_pings:
-        p4_ping.update(runs=[round(v, 1) for v in ours_pings], count=PINGS_PER_RUN)
+    p4_ping = ping
+    if OURS in runs:
+        p4_ping = {
+            "p50": round(report[OURS]["contended"]["ping_p50_us"], 1),
+            "runs": [round(r["ping_p50_us"], 1) for r in runs[OURS]["contended"]],
+            "count": PINGS_PER_RUN,
+        }
     value, met = None, False
     if ours is not None and "handoff_p50_rtt" in ours:
         value = ours["handoff_p50_rtt"]

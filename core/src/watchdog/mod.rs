@@ -141,14 +141,8 @@ impl Watchdog {
                 if tracked.get().fence != fence {
                     let entry = new_entry(tracked.key());
                     let old = tracked.insert(entry);
-                    // Not remembered in `lost`: the key is the new hold's too, and its release
-                    // must not say LockLost.
-                    if old.releasing == 0 {
-                        old.lost.set();
+                    if self.retire(old) {
                         replaced = Some(tracked.key().clone());
-                    } else {
-                        let mut parked = self.parked.lock().unwrap();
-                        parked.insert(old.renewal.id, old);
                     }
                 }
                 (tracked.get().lost.clone(), replaced)
@@ -383,13 +377,20 @@ impl Watchdog {
         }
         let key = WatchKey::clone(&key);
         let old = entries.remove(&key).expect("looked up above");
+        self.retire(old).then_some(key)
+    }
+
+    /// A tracking that a newer hold of its key showed gone, taken out of `entries` (whose lock
+    /// the caller holds): lost (its signal set; returns true), or parked while a release of it
+    /// is under way, whose reply tells whether it ended it. Not remembered in `lost`: the key is
+    /// the newer hold's too, and its release must not say LockLost.
+    fn retire(&self, old: WatchEntry) -> bool {
         if old.releasing > 0 {
-            // Its release's reply tells whether it ended it.
             self.parked.lock().unwrap().insert(old.renewal.id, old);
-            return None;
+            return false;
         }
         old.lost.set();
-        Some(key)
+        true
     }
 
     fn lost(&self, client: &ClientInner, key: WatchKey, entry: WatchEntry) {
