@@ -106,6 +106,13 @@ impl ClientBuilder {
         self.config.subscription_linger = linger;
         self
     }
+    /// How often the command connection is pinged (default 30 s; `None`: never), so that a
+    /// server's idle `timeout` does not close it and one a restart closed is replaced before a
+    /// call meets it (see `keepalive`).
+    pub fn ping_interval(mut self, interval: Option<Duration>) -> Self {
+        self.config.ping_interval = interval;
+        self
+    }
     /// Alert when one acquire has waited this long (default 30 s; `None` disables).
     pub fn contention_alert_after(mut self, wait: Option<Duration>) -> Self {
         self.config.contention_alert_after = wait;
@@ -188,6 +195,9 @@ impl ClientBuilder {
             let period = (inner.config.lease / 3).max(Duration::from_millis(10));
             tokio::spawn(watchdog::run(Arc::downgrade(&inner), period));
         }
+        if let Some(interval) = inner.config.ping_interval {
+            tokio::spawn(crate::keepalive::run(Arc::downgrade(&inner), interval));
+        }
         Ok(Client { inner })
     }
 }
@@ -199,6 +209,10 @@ fn validate_config(config: &Config) -> Result<()> {
         ("command timeout", config.command_timeout),
         ("connect timeout", config.connect_timeout),
         ("recheck interval", config.recheck_interval),
+        (
+            "ping interval",
+            config.ping_interval.unwrap_or(Duration::MAX),
+        ),
     ];
     for (what, value) in positive {
         if value.is_zero() {

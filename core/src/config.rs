@@ -45,6 +45,7 @@ pub struct Config {
     pub(crate) watchdog: bool,
     pub(crate) recheck_interval: Duration,
     pub(crate) subscription_linger: Duration,
+    pub(crate) ping_interval: Option<Duration>,
     pub(crate) contention_alert_after: Option<Duration>,
     pub(crate) contention_alert_attempts: Option<u64>,
     pub(crate) on_contention: Option<ContentionCallback>,
@@ -63,6 +64,7 @@ impl Config {
             watchdog: true,
             recheck_interval: Duration::from_millis(250),
             subscription_linger: Duration::from_secs(30),
+            ping_interval: Some(Duration::from_secs(30)),
             contention_alert_after: Some(Duration::from_secs(30)),
             contention_alert_attempts: None,
             on_contention: None,
@@ -103,6 +105,7 @@ impl fmt::Debug for Config {
             .field("direct_connections", &self.direct_connections)
             .field("watchdog", &self.watchdog)
             .field("recheck_interval", &self.recheck_interval)
+            .field("ping_interval", &self.ping_interval)
             .field("contention_alert_after", &self.contention_alert_after)
             .field("contention_alert_attempts", &self.contention_alert_attempts)
             .finish_non_exhaustive()

@@ -38,7 +38,10 @@
 //!   exactly: once a slot's counter reaches it, acquisitions there fail with [`Error::Redis`]
 //!   (`FENCESPENT`) and releases grant nobody the lock, rather than repeat a token.
 //! - **Bounded calls**: every Redis call has a timeout; an unreachable Redis is a
-//!   [`Error::Connection`], never a hang.
+//!   [`Error::Connection`], never a hang. Idle connections the server closed (its idle
+//!   `timeout`, a restart) fail no call: the direct ones are looked at before each use, and the
+//!   command connection is pinged every 30 s ([`ClientBuilder::ping_interval`]), which keeps
+//!   it open and replaces it after a restart.
 //!
 //! Keys: see [`keys`] for the layout (every key of a name in one cluster slot). The scripts need
 //! Redis 5.0 or later and use nothing newer (a test keeps it so).
@@ -61,6 +64,7 @@ mod config;
 mod direct;
 mod error;
 mod inspect;
+mod keepalive;
 pub mod keys;
 mod lock;
 mod owner;

@@ -197,6 +197,7 @@ async fn bad_client_settings_are_invalid() {
         Client::builder(&url).lease(ms(10)),
         Client::builder(&url).command_timeout(Duration::ZERO),
         Client::builder(&url).recheck_interval(Duration::ZERO),
+        Client::builder(&url).ping_interval(Some(Duration::ZERO)),
         Client::builder(&url).direct_connections(65),
         Client::builder(&url).direct_connections(usize::MAX),
         Client::builder("not a url"),
@@ -205,6 +206,19 @@ async fn bad_client_settings_are_invalid() {
     ] {
         let err = builder.connect().await.err().expect("refused");
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    }
+    // Never pinging, or all but never, is allowed.
+    for interval in [None, Some(Duration::MAX)] {
+        let client = Client::builder(&url)
+            .ping_interval(interval)
+            .connect()
+            .await;
+        let (lock, owner) = (
+            client.unwrap().lock("ping interval").unwrap(),
+            Owner::random(),
+        );
+        lock.acquire(&owner, NOW, None).await.unwrap();
+        lock.release(&owner).await.unwrap();
     }
 }
 

@@ -132,6 +132,45 @@ fn direct_calls_reload_scripts_and_reconnect_after_a_restart() {
     assert_eq!(lock.release(&me).unwrap_err(), Error::NotHeld);
 }
 
+/// A server that closes clients idle past its `timeout` closes the direct sockets too: the
+/// calls after the pause succeed (a closed socket is found before it is used, not by a call).
+#[test]
+fn direct_calls_after_the_server_closed_idle_connections_succeed() {
+    let server = RedisServer::start();
+    let client = Client::connect(&server.url()).unwrap();
+    let lock = client.lock("direct-idle-timeout").unwrap();
+    let me = Owner::random();
+    let lease = Some(Duration::from_secs(10));
+    lock.acquire(&me, Some(Duration::ZERO), lease).unwrap();
+    assert_eq!(lock.release(&me).unwrap(), 0);
+    assert!(
+        server
+            .command(&["CONFIG", "SET", "timeout", "1"])
+            .starts_with("+OK")
+    );
+    let started = Instant::now();
+    let normal = || {
+        let list = server.command(&["CLIENT", "LIST", "TYPE", "normal"]);
+        let others = list
+            .lines()
+            .filter(|l| l.contains("id=") && !l.contains("cmd=client|list"));
+        others.count()
+    };
+    while normal() > 0 {
+        assert!(started.elapsed() < Duration::from_secs(10), "never closed");
+        thread::sleep(Duration::from_millis(100));
+    }
+    for _ in 0..3 {
+        assert_eq!(
+            lock.acquire(&me, Some(Duration::ZERO), lease)
+                .unwrap()
+                .hold_count(),
+            1
+        );
+        assert_eq!(lock.release(&me).unwrap(), 0);
+    }
+}
+
 #[test]
 fn a_direct_call_that_times_out_never_reads_its_late_reply_later() {
     let server = RedisServer::start();

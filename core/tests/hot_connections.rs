@@ -260,3 +260,89 @@ async fn tls_hot_calls_stay_on_the_multiplexed_connection() {
     tokio::time::sleep(ms(100)).await;
     assert_eq!(client.hot_connections_idle(), 0);
 }
+
+/// On a current-thread runtime tokio's I/O driver learns of a socket's readiness only when the
+/// thread parks: a connection the server closed while the task went on without parking is
+/// still found dead before it is used (the kernel is asked, not tokio's readiness).
+#[tokio::test]
+async fn a_direct_connection_closed_while_the_task_did_not_park_fails_no_call() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    let before = connection_ids(&server, Some("normal"));
+    let lock = client.lock("closed unparked").unwrap();
+    let owner = Owner::random();
+    cycles(&lock, &owner, 2).await;
+    idle_becomes(&client, 1).await;
+    cycles(&lock, &owner, 1).await;
+    let direct: Vec<String> = connection_ids(&server, Some("normal"))
+        .into_iter()
+        .filter(|id| !before.contains(id))
+        .collect();
+    assert_eq!(direct.len(), 1, "{direct:?}");
+    assert!(
+        server
+            .command(&["CLIENT", "KILL", "ID", &direct[0]])
+            .starts_with(":1")
+    );
+    std::thread::sleep(ms(50)); // the server's FIN is in the socket; the runtime did not run
+    cycles(&lock, &owner, 3).await;
+}
+
+/// A server that closes clients idle past its `timeout`: the command connection is kept in use
+/// by the client's `PING`s, the idle direct connection the server closes is found closed before
+/// use, and no call after the quiet spell fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_after_the_server_closed_idle_connections_succeed() {
+    let server = RedisServer::start();
+    let before = connection_ids(&server, Some("normal"));
+    let client = builder(&server)
+        .ping_interval(Some(ms(300)))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("idle timeout").unwrap();
+    let owner = Owner::random();
+    cycles(&lock, &owner, 2).await;
+    idle_becomes(&client, 1).await;
+    let ours: Vec<String> = connection_ids(&server, Some("normal"))
+        .into_iter()
+        .filter(|id| !before.contains(id))
+        .collect();
+    assert_eq!(
+        ours.len(),
+        2,
+        "the command and the direct connection: {ours:?}"
+    );
+    assert!(
+        server
+            .command(&["CONFIG", "SET", "timeout", "1"])
+            .starts_with("+OK")
+    );
+    let started = Instant::now();
+    while connection_ids(&server, Some("normal")).len() > before.len() + 1 {
+        assert!(started.elapsed() < Duration::from_secs(10), "never closed");
+        tokio::time::sleep(ms(100)).await;
+    }
+    cycles(&lock, &owner, 3).await;
+    lock.inspect().await.unwrap();
+}
+
+/// After a restart, a client that was idle for a `PING` interval fails no call: its command
+/// connection was replaced by then, and its idle direct connection is found closed before use.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_idle_through_a_restart_fails_no_call() {
+    let mut server = RedisServer::start();
+    let client = builder(&server)
+        .ping_interval(Some(ms(200)))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("idle restart").unwrap();
+    let owner = Owner::random();
+    cycles(&lock, &owner, 2).await;
+    idle_becomes(&client, 1).await;
+    server.restart();
+    tokio::time::sleep(ms(1500)).await;
+    cycles(&lock, &owner, 3).await;
+    lock.inspect().await.unwrap();
+}

@@ -289,15 +289,22 @@ impl AsyncWire {
     }
 
     /// Whether the server has neither closed the connection nor sent anything unasked (a
-    /// server restarted or timing out idle clients closes it): one non-blocking read.
+    /// server restarted or timing out idle clients closes it): one non-blocking peek.
+    #[cfg(unix)]
+    fn is_alive(&self) -> bool {
+        match &self.stream {
+            AsyncStream::Tcp(s) => super::probe::is_alive(s),
+            AsyncStream::Unix(s) => super::probe::is_alive(s),
+        }
+    }
+
+    /// As above, by a read that tokio answers from its readiness (which it learns only when
+    /// its driver runs).
+    #[cfg(not(unix))]
     fn is_alive(&self) -> bool {
         let mut probe = [0; 1];
-        let read = match &self.stream {
-            AsyncStream::Tcp(s) => s.try_read(&mut probe),
-            #[cfg(unix)]
-            AsyncStream::Unix(s) => s.try_read(&mut probe),
-        };
-        matches!(read, Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+        let AsyncStream::Tcp(s) = &self.stream;
+        matches!(s.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
 
     /// Writes `self.out` and reads `count` replies. Dropped mid-way, it leaves the wire out of

@@ -8,12 +8,16 @@
 //! therefore make their single-round-trip calls (an acquire's first attempt, a release) here.
 //! Waiting, the watchdog and pub/sub stay on the async side.
 //!
-//! Guarantees: at most [`MAX_IDLE`] idle connections are kept; a connection that saw an I/O
-//! error or a timeout is never reused (a late reply must never be read as the next call's); every
+//! Guarantees: at most [`MAX_IDLE`] idle connections are kept, and one the server closed
+//! while idle (a restart, its idle `timeout`) is dropped before use, not found by a failed call
+//! (plain sockets; redis-rs' TLS connection does not lend its socket); a connection that saw
+//! an I/O error or a timeout is never reused (a late reply must never be read as the next call's); every
 //! call is bounded by the command timeout like an async one; a signal arriving mid-call does not
 //! fail it (plain sockets: [`wire`] reads again; TLS: [`SignalsHeldOff`]).
 
 mod hot;
+#[cfg(unix)]
+mod probe;
 mod resp;
 mod wire;
 
@@ -52,6 +56,16 @@ impl DirectConnection {
                 let _signals = SignalsHeldOff::new();
                 eval_sync(connection, script, call, ping_first)
             }
+        }
+    }
+
+    /// Whether an idle connection may be used (see [`probe::is_alive`]). redis-rs' TLS
+    /// connection does not lend its socket: a closed one is found by the call made on it.
+    fn is_alive(&self) -> bool {
+        match self {
+            #[cfg(unix)]
+            DirectConnection::Plain(wire) => wire.is_alive(),
+            _ => true,
         }
     }
 
@@ -119,8 +133,7 @@ impl DirectConnections {
         call: impl FnOnce(&mut DirectConnection) -> RedisResult<T>,
         late: impl FnOnce(DirectConnection),
     ) -> Result<T> {
-        let idle = self.idle.lock().unwrap().pop();
-        let mut connection = match idle {
+        let mut connection = match self.idle_alive() {
             Some(connection) => connection,
             None => self.open()?,
         };
@@ -161,6 +174,18 @@ impl DirectConnections {
         connection.set_read_timeout(Some(self.command_timeout))?;
         connection.set_write_timeout(Some(self.command_timeout))?;
         Ok(DirectConnection::Tls(connection))
+    }
+
+    /// An idle connection that the server has not closed (they are dropped: one closed by a
+    /// restart or by the server's idle `timeout` would fail the call made on it).
+    fn idle_alive(&self) -> Option<DirectConnection> {
+        let mut idle = self.idle.lock().unwrap();
+        while let Some(connection) = idle.pop() {
+            if connection.is_alive() {
+                return Some(connection);
+            }
+        }
+        None
     }
 
     fn give_back(&self, connection: DirectConnection) {

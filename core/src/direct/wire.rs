@@ -111,6 +111,15 @@ impl Wire {
 
     /// The connected, authenticated socket and its database, for an async connection (the
     /// handshake leaves nothing unread).
+    /// Whether the server has neither closed the connection nor sent anything unasked.
+    #[cfg(unix)]
+    pub(super) fn is_alive(&self) -> bool {
+        match &self.stream {
+            Stream::Tcp(s) => super::probe::is_alive(s),
+            Stream::Unix(s) => super::probe::is_alive(s),
+        }
+    }
+
     pub(super) fn into_socket(self) -> (Stream, i64) {
         (self.stream, self.db)
     }
