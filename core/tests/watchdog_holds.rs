@@ -222,3 +222,60 @@ async fn extend_of_a_watched_hold_the_restarted_server_lost_says_lock_lost() {
     })
     .await;
 }
+
+/// A restart without persistence loses the kept hold, and the server draws fence 1 again: the
+/// owner's next hold, taken before the next tick, has the lost one's fence. Its acquire was
+/// taken for a re-entry of the lost hold (same fence), so the loss was never reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_a_restart_lost_is_reported_even_if_the_next_hold_draws_its_fence() {
+    limited(async {
+        let mut server = RedisServer::start();
+        let (client, events) = recording_losses(&server, ms(900)).await;
+        let lock = client.lock("restart-same-fence").unwrap();
+        let owner = Owner::random();
+        let first = lock.acquire(&owner, NOW, None).await.unwrap();
+        assert_eq!(first.fencing_token(), 1, "a fresh server's first fence");
+        just_after_a_tick(&client).await;
+        server.restart(); // empty: the hold is gone
+        let second = acquire_retrying(&lock, &owner, None).await;
+        assert_eq!((second.fencing_token(), second.hold_count()), (1, 1));
+        tokio::time::sleep(ms(1_000)).await;
+        assert!(
+            first.is_lost(),
+            "the hold the restart lost was not reported"
+        );
+        assert!(second.is_watched() && !second.is_lost());
+        assert_eq!(events.lock().unwrap().len(), 1, "one lock-lost event");
+        assert!(lock.is_held_by(&owner).await.unwrap());
+    })
+    .await;
+}
+
+/// The same restart, then the owner takes the lock with a fixed lease and draws the lost hold's
+/// fence: the stale tracking renewed the new hold on every tick (renew.lua matches owner and
+/// fence), so its lease never ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_lease_hold_that_draws_the_fence_of_a_hold_a_restart_lost_is_not_renewed() {
+    limited(async {
+        let mut server = RedisServer::start();
+        let (client, events) = recording_losses(&server, ms(900)).await;
+        let lock = client.lock("restart-fixed-same-fence").unwrap();
+        let owner = Owner::random();
+        let first = lock.acquire(&owner, NOW, None).await.unwrap();
+        just_after_a_tick(&client).await;
+        server.restart();
+        let fixed = acquire_retrying(&lock, &owner, Some(ms(1_000))).await;
+        assert_eq!(fixed.fencing_token(), first.fencing_token());
+        assert!(
+            first.is_lost(),
+            "the hold the restart lost was not reported"
+        );
+        tokio::time::sleep(ms(2_000)).await;
+        assert!(
+            !lock.is_locked().await.unwrap(),
+            "the 1 s lease was renewed"
+        );
+        assert_eq!(events.lock().unwrap().len(), 1, "one lock-lost event");
+    })
+    .await;
+}

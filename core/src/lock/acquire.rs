@@ -132,10 +132,11 @@ impl Lock {
             });
             return Err(Error::Closed);
         }
+        let (watchdog, made) = (&self.client.watchdog, count == 1);
         let lost = if watched {
-            Some((self.client.watchdog).track(&self.client, self.watch_key(owner), fence))
+            Some(watchdog.track(&self.client, self.watch_key(owner), fence, made))
         } else {
-            (self.client.watchdog).untracked(&self.client, || self.watch_key(owner), fence);
+            watchdog.untracked(&self.client, || self.watch_key(owner), fence, made);
             None
         };
         Ok(Hold {

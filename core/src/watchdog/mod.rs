@@ -61,6 +61,9 @@ struct WatchEntry {
     /// The fencing token of the hold kept. Calls of one owner may finish in another order than
     /// Redis ran them: a release forgets only the hold it ended, not a newer one.
     fence: u64,
+    /// The acquire that made the hold (hold count 1) was tracked, not only re-entries: another
+    /// such acquire with the same fence made a new hold, on a server that counts fences anew.
+    made: bool,
     /// Releases of this hold under way. A renewal that finds the hold gone meanwhile does not
     /// call it lost: the release may be what ended it, and its reply says.
     releasing: u32,
@@ -101,13 +104,21 @@ impl WatchKey {
 
 impl Watchdog {
     /// Starts keeping the hold with this fencing token (or joins its tracking: a re-entry);
-    /// returns its lost signal. A tracked hold of the key with another fence is gone from Redis
-    /// (this one could not be taken otherwise), so this one takes its place. (Not only an older
-    /// one: a server that lost its data, by a restart or a failover, counts fences from 1 again.)
-    /// Unless a release of it is under way, the hold replaced was lost, and is reported as a
-    /// renewal would have: whether a tick or this acquire notices first must not matter.
-    pub(crate) fn track(&self, client: &ClientInner, key: WatchKey, fence: u64) -> Arc<LostSignal> {
-        let (lost, replaced) = self.track_entry(key, fence);
+    /// returns its lost signal. `made`: the acquire's hold count was 1 (it made the hold). A
+    /// tracked hold of the key with another fence is gone from Redis (this one could not be
+    /// taken otherwise), so this one takes its place. (Not only an older one: a server that lost
+    /// its data, by a restart or a failover, counts fences from 1 again, and may even draw the
+    /// same fence: then a second acquire that made a hold with it tells.) Unless a release of it
+    /// is under way, the hold replaced was lost, and is reported as a renewal would have:
+    /// whether a tick or this acquire notices first must not matter.
+    pub(crate) fn track(
+        &self,
+        client: &ClientInner,
+        key: WatchKey,
+        fence: u64,
+        made: bool,
+    ) -> Arc<LostSignal> {
+        let (lost, replaced) = self.track_entry(key, fence, made);
         if let Some(key) = replaced {
             report_lost(client, &key);
         }
@@ -116,7 +127,12 @@ impl Watchdog {
 
     /// [`track`](Self::track) without the report: also returns the key of a replaced hold that
     /// was lost (its signal set).
-    fn track_entry(&self, key: WatchKey, fence: u64) -> (Arc<LostSignal>, Option<WatchKey>) {
+    fn track_entry(
+        &self,
+        key: WatchKey,
+        fence: u64,
+        made: bool,
+    ) -> (Arc<LostSignal>, Option<WatchKey>) {
         // A new hold of the same owner is not the lost one.
         self.lost.lock().unwrap().take(&key);
         let mut entries = self.entries.lock().unwrap();
@@ -133,17 +149,22 @@ impl Watchdog {
             lost: Arc::default(),
             renewal: Renewal::new(key, self.next_id.fetch_add(1, Ordering::Relaxed), fence),
             fence,
+            made,
             releasing: 0,
         };
         match entries.entry(key) {
             Entry::Occupied(mut tracked) => {
                 let mut replaced = None;
-                if tracked.get().fence != fence {
+                let kept = tracked.get_mut();
+                if kept.fence != fence || (made && kept.made) {
                     let entry = new_entry(tracked.key());
                     let old = tracked.insert(entry);
                     if self.retire(old) {
                         replaced = Some(tracked.key().clone());
                     }
+                } else {
+                    // A re-entry tracked before the acquire that made the hold, or after it.
+                    kept.made |= made;
                 }
                 (tracked.get().lost.clone(), replaced)
             }
@@ -339,25 +360,33 @@ impl Watchdog {
             .or_else(|| take_gone(&mut entries, key, upto, releasing))
     }
 
-    /// A new hold of `key` with this fence that the watchdog does not keep (a fixed lease). It
-    /// is not the lost one (watched holds clear that in `track`). A tracked older hold of the
-    /// key is gone from Redis (this one could not be taken otherwise): it is retired, and
-    /// reported lost unless a release of it is under way, as `track` replaces one. A release of
-    /// this hold heard before this acquire left a record for a watched acquire: dropped.
+    /// A new hold of `key` with this fence that the watchdog does not keep (a fixed lease);
+    /// `made` as for `track`. It is not the lost one (watched holds clear that in `track`). A
+    /// tracked older hold of the key is gone from Redis (this one could not be taken
+    /// otherwise), and so is one with the same fence whose making was tracked when this
+    /// acquire made a hold too (a server counting fences anew): it is retired, and reported lost
+    /// unless a release of it is under way, as `track` replaces one. A release of this hold
+    /// heard before this acquire left a record for a watched acquire: dropped.
     pub(crate) fn untracked(
         &self,
         client: &ClientInner,
         key: impl FnOnce() -> WatchKey,
         fence: u64,
+        made: bool,
     ) {
-        if let Some(key) = self.untracked_entry(key, fence) {
+        if let Some(key) = self.untracked_entry(key, fence, made) {
             report_lost(client, &key);
         }
     }
 
     /// [`untracked`](Self::untracked) without the report: returns the key of a retired hold
     /// found lost (its signal set).
-    fn untracked_entry(&self, key: impl FnOnce() -> WatchKey, fence: u64) -> Option<WatchKey> {
+    fn untracked_entry(
+        &self,
+        key: impl FnOnce() -> WatchKey,
+        fence: u64,
+        made: bool,
+    ) -> Option<WatchKey> {
         let key = std::cell::LazyCell::new(key);
         {
             let mut lost = self.lost.lock().unwrap();
@@ -372,7 +401,10 @@ impl Watchdog {
                 ended.take(&key, fence);
             }
         }
-        if entries.is_empty() || entries.get(&key).is_none_or(|entry| entry.fence >= fence) {
+        let gone = |entry: &WatchEntry| {
+            entry.fence < fence || (entry.fence == fence && made && entry.made)
+        };
+        if entries.is_empty() || !entries.get(&key).is_some_and(gone) {
             return None;
         }
         let key = WatchKey::clone(&key);

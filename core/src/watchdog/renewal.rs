@@ -30,7 +30,9 @@ pub(super) struct Renewal {
 impl Renewal {
     /// The renewal of the hold of `key` with this fencing token: only that hold is renewed,
     /// not a later one of the same owner (taken with a fixed lease here or by another instance
-    /// after this one was released or lost).
+    /// after this one was released or lost). One exception: a server that lost its data counts
+    /// fences anew, and another instance's hold that draws this fence before the next tick
+    /// passes for this one (this client's own later holds replace the tracking: `track`).
     pub(super) fn new(key: &WatchKey, id: u64, fence: u64) -> Self {
         use std::fmt::Write;
         let state = key.keys.state();

@@ -17,9 +17,14 @@ fn id_of(watchdog: &Watchdog, token: &str) -> u64 {
     watchdog.entries.lock().unwrap()[&key(token)].renewal.id
 }
 
-/// Tracks a hold (no client: lost holds are not reported).
+/// Tracks a hold its acquire made (no client: lost holds are not reported).
 fn track(watchdog: &Watchdog, key: WatchKey, fence: u64) -> Arc<LostSignal> {
-    watchdog.track_entry(key, fence).0
+    watchdog.track_entry(key, fence, true).0
+}
+
+/// Tracks a re-entry (a hold count above 1).
+fn reenter(watchdog: &Watchdog, key: WatchKey, fence: u64) -> Arc<LostSignal> {
+    watchdog.track_entry(key, fence, false).0
 }
 
 /// A release's forget (no client: returns the replaced hold found lost instead).
@@ -153,9 +158,9 @@ fn a_replaced_hold_whose_releases_end_without_a_reply_is_dropped_unreported() {
 fn a_re_entry_joins_and_a_hold_with_another_fence_takes_the_place() {
     let watchdog = Watchdog::default();
     let hold = track(&watchdog, key("a"), 9);
-    assert!(Arc::ptr_eq(&hold, &track(&watchdog, key("a"), 9)));
+    assert!(Arc::ptr_eq(&hold, &reenter(&watchdog, key("a"), 9)));
     // A server that lost its data counts fences from 1 again: the new hold is kept.
-    let (after_restart, replaced) = watchdog.track_entry(key("a"), 1);
+    let (after_restart, replaced) = watchdog.track_entry(key("a"), 1, true);
     assert!(!Arc::ptr_eq(&hold, &after_restart));
     // The hold it replaced was gone with nobody releasing it: lost, and reported.
     assert!(hold.is_set() && !after_restart.is_set());
@@ -239,12 +244,12 @@ fn a_fixed_lease_hold_retires_an_older_tracking_of_its_key_only() {
     let old = track(&watchdog, key("a"), 3);
     let other = track(&watchdog, key("b"), 4);
     // The owner of "a" took a fixed-lease hold with fence 5: the one with fence 3 is gone.
-    assert!(watchdog.untracked_entry(|| key("a"), 5) == Some(key("a")));
+    assert!(watchdog.untracked_entry(|| key("a"), 5, true) == Some(key("a")));
     assert!(old.is_set() && !old.is_watched());
     assert!(other.is_watched(), "another key's hold is kept");
     // A fixed-lease hold heard after a newer watched one (replies out of order) retires nothing.
     let newer = track(&watchdog, key("b"), 9);
-    assert!(watchdog.untracked_entry(|| key("b"), 6).is_none());
+    assert!(watchdog.untracked_entry(|| key("b"), 6, true).is_none());
     assert!(newer.is_watched());
     assert_eq!(tracked_fence(&watchdog, "b"), Some(9));
 }
@@ -258,8 +263,28 @@ fn a_fixed_lease_acquire_drops_the_ended_record_its_early_release_left() {
     let releasing = unmarked(&watchdog);
     assert!(forget(&watchdog, "a", 5, &releasing) == Some(key("a")));
     drop(releasing);
-    assert!(watchdog.untracked_entry(|| key("a"), 5).is_none());
+    assert!(watchdog.untracked_entry(|| key("a"), 5, true).is_none());
     // A later watched hold that draws fence 5 (a restarted server) is kept.
     let later = track(&watchdog, key("a"), 5);
     assert!(later.is_watched());
+}
+
+#[test]
+fn a_second_hold_made_with_the_same_fence_replaces_the_first() {
+    let watchdog = Watchdog::default();
+    // A server that lost its data drew fence 1 again for the owner's next hold.
+    let first = track(&watchdog, key("a"), 1);
+    let (second, replaced) = watchdog.track_entry(key("a"), 1, true);
+    assert!(first.is_set() && !first.is_watched() && replaced == Some(key("a")));
+    assert!(second.is_watched() && !second.is_set());
+    // A re-entry heard before the acquire that made its hold (two calls of one owner at once)
+    // joins, and so does that acquire.
+    let reentered = reenter(&watchdog, key("b"), 4);
+    assert!(Arc::ptr_eq(&reentered, &track(&watchdog, key("b"), 4)));
+    assert!(Arc::ptr_eq(&reentered, &reenter(&watchdog, key("b"), 4)));
+    assert!(reentered.is_watched());
+    // A fixed-lease hold made with the fence of a tracked hold that was made: a new server's.
+    assert!(watchdog.untracked_entry(|| key("b"), 4, false).is_none());
+    assert!(watchdog.untracked_entry(|| key("b"), 4, true) == Some(key("b")));
+    assert!(reentered.is_set() && !reentered.is_watched());
 }
