@@ -347,17 +347,6 @@ impl ClientInner {
         self.eval_on(connection, script, call, ping_first).await
     }
 
-    /// [`ClientInner::eval_cmd`] for a hot call (a release): on a direct connection if one is idle.
-    pub(crate) async fn eval_hot<T: redis::FromRedisValue>(
-        &self,
-        script: &redis::Script,
-        call: &redis::Cmd,
-        ping_first: bool,
-    ) -> Result<T> {
-        let connection = self.hot_connection();
-        self.eval_on(connection, script, call, ping_first).await
-    }
-
     async fn eval_on<T: redis::FromRedisValue>(
         &self,
         mut connection: impl redis::aio::ConnectionLike,

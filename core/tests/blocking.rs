@@ -171,6 +171,39 @@ fn direct_calls_after_the_server_closed_idle_connections_succeed() {
     }
 }
 
+/// A direct release that runs into the command timeout is run late by Redis: its reply is read
+/// on its connection, so the hold is not reported lost and the retry says `NotHeld`.
+#[test]
+fn a_direct_release_that_redis_runs_late_is_not_reported_lost() {
+    let server = RedisServer::start();
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let client = Client::from_builder(
+        redlock_core::Client::builder(server.url())
+            .command_timeout(Duration::from_millis(300))
+            .lease(Duration::from_secs(3))
+            .on_lock_lost(move |event| seen.lock().unwrap().push(event.name.clone())),
+    )
+    .unwrap();
+    let lock = client.lock("direct-late-release").unwrap();
+    let me = Owner::random();
+    lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
+    assert_eq!(lock.release(&me).unwrap(), 0);
+    let hold = lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
+    let stall = server.stall(Duration::from_millis(1000));
+    assert!(matches!(lock.release(&me), Err(Error::Connection(_))));
+    stall.join().unwrap();
+    assert_eq!(lock.release(&me).unwrap_err(), Error::NotHeld);
+    assert!(!lock.is_locked().unwrap(), "the late release ran");
+    thread::sleep(Duration::from_millis(1500)); // a renewal tick or two
+    assert_eq!((hold.is_lost(), hold.is_watched()), (false, false));
+    assert!(
+        events.lock().unwrap().is_empty(),
+        "{:?}",
+        events.lock().unwrap()
+    );
+}
+
 #[test]
 fn a_direct_call_that_times_out_never_reads_its_late_reply_later() {
     let server = RedisServer::start();

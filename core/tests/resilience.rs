@@ -323,3 +323,54 @@ async fn an_attempt_that_timed_out_is_undone_when_redis_runs_it_late() {
     assert!(!lock.is_locked().await.unwrap(), "nobody to grant it to");
     assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
 }
+
+/// A release that runs into the command timeout (or whose caller stops waiting) is still on the
+/// wire, and Redis runs it late: the hold ends by its owner's release. It was reported lost
+/// (its watchdog mark went with the call), and the owner's retry said `LockLost`. Now the late
+/// reply is heard out: nothing is reported, and the retry says `NotHeld`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_redis_runs_late_is_not_reported_lost() {
+    let server = RedisServer::start();
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let client = builder(&server)
+        .command_timeout(ms(300))
+        // Longer than the stall, so the hold outlives it: ticks every second.
+        .lease(ms(3000))
+        .on_lock_lost(move |event| seen.lock().unwrap().push(event.name.clone()))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("late release").unwrap();
+    let owner = Owner::random();
+    // Connected, and the script loaded (a first EVALSHA would fail late with NOSCRIPT).
+    lock.acquire(&owner, NOW, None).await.unwrap();
+    assert_eq!(lock.release(&owner).await.unwrap(), 0);
+
+    for cancelled in [false, true] {
+        let hold = lock.acquire(&owner, NOW, None).await.unwrap();
+        let stall = server.stall(ms(1000));
+        if cancelled {
+            let release = tokio::time::timeout(ms(100), lock.release(&owner)).await;
+            assert!(release.is_err(), "{release:?}");
+        } else {
+            let err = lock.release(&owner).await.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+        }
+        stall.join().unwrap();
+        assert_eq!(
+            lock.release(&owner).await.unwrap_err().kind(),
+            ErrorKind::NotHeld
+        );
+        assert!(!lock.is_locked().await.unwrap(), "the late release ran");
+        tokio::time::sleep(ms(1500)).await; // a renewal tick or two
+        let state = (hold.is_lost(), hold.is_watched());
+        assert_eq!(state, (false, false), "cancelled: {cancelled}");
+        assert!(
+            events.lock().unwrap().is_empty(),
+            "{:?}",
+            events.lock().unwrap()
+        );
+        assert_eq!(client.watched_holds(), 0);
+    }
+}

@@ -118,16 +118,8 @@ impl DirectConnections {
         }
     }
 
-    /// Runs `call` on an idle connection (or a new one) on this thread.
-    pub(crate) fn run<T>(
-        &self,
-        call: impl FnOnce(&mut DirectConnection) -> RedisResult<T>,
-    ) -> Result<T> {
-        self.run_or_hand_over(call, drop)
-    }
-
-    /// [`run`](Self::run), except that a connection whose call timed out goes to `late`
-    /// instead of being dropped: its reply may still come, and only `late` may read it.
+    /// Runs `call` on an idle connection (or a new one) on this thread. A connection whose call
+    /// timed out goes to `late`: its reply may still come, and only `late` may read it.
     pub(crate) fn run_or_hand_over<T>(
         &self,
         call: impl FnOnce(&mut DirectConnection) -> RedisResult<T>,

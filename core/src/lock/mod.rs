@@ -5,6 +5,7 @@ mod acquire;
 pub(crate) mod calls;
 mod hold;
 mod in_flight;
+mod late_release;
 mod replies;
 pub(crate) mod scripts;
 mod tidying;
@@ -242,13 +243,11 @@ impl Lock {
     pub async fn release(&self, owner: &Owner) -> Result<u32> {
         self.tidied(owner).await?;
         // Marked before the call: a renewal that finds the hold gone meanwhile leaves the
-        // verdict to this release (it may be what ended the hold).
+        // verdict to this release (it may be what ended the hold), even when its reply comes
+        // after the caller stopped waiting (see `late_release`).
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
-        let call = self.release_call(owner.token());
-        let ping_first = self.local.grants_elsewhere.load(Ordering::Relaxed);
-        let script = SCRIPTS.release(self.mode);
-        let reply = self.client.eval_hot(script, &call, ping_first).await?;
-        self.released(owner, reply, &releasing)
+        let mark = releasing.carry(self.client.clone());
+        late_release::InFlightRelease::start(self, owner, mark).await
     }
 
     /// [`Lock::release`] on the calling thread's own connection (for blocking callers).
@@ -257,11 +256,24 @@ impl Lock {
         let limit = self.client.config.command_timeout;
         (self.local.tidying).settled_blocking(owner.token(), limit)?;
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
+        let mut mark = Some(releasing.carry(self.client.clone()));
         let call = self.release_call(owner.token());
-        let ping_first = self.local.grants_elsewhere.load(Ordering::Relaxed);
+        let ping_first = self.pings_first();
         let script = SCRIPTS.release(self.mode);
-        let reply = (self.client.direct).run(|c| c.eval(script, &call, ping_first))?;
-        self.released(owner, reply, &releasing)
+        let reply = (self.client.direct).run_or_hand_over(
+            |c| c.eval(script, &call, ping_first),
+            |late| {
+                let mark = mark.take().expect("one call");
+                late_release::hear_out_direct(late, self, owner, mark);
+            },
+        )?;
+        let mut mark = mark.expect("not handed over");
+        self.released(owner, reply, &mark.resume())
+    }
+
+    /// Whether the next release goes behind a `PING` (see `calls::behind_ping`).
+    fn pings_first(&self) -> bool {
+        self.local.grants_elsewhere.load(Ordering::Relaxed)
     }
 
     /// Waits for the tidy-ups of the owner's ended acquires of this name (see `tidying`).

@@ -487,11 +487,43 @@ impl Releasing<'_> {
         self.tracked.is_some()
     }
 
+    /// The mark, moved out of this guard for a release heard out in the background (see
+    /// `lock::late_release`); `client` is the one whose watchdog made the guard.
+    pub(crate) fn carry(mut self, client: Arc<ClientInner>) -> CarriedMark {
+        CarriedMark {
+            tracked: self.tracked.take(),
+            client,
+        }
+    }
+
     /// Whether `entry` is the tracking this release marked (not replaced since).
     fn marked(&self, entry: &WatchEntry) -> bool {
         self.tracked
             .as_ref()
             .is_some_and(|(_, id)| *id == entry.renewal.id)
+    }
+}
+
+/// A [`Releasing`] mark that owns its client, so that it can outlive the call that made it.
+/// Dropped, it is dropped as the guard would have been.
+pub(crate) struct CarriedMark {
+    client: Arc<ClientInner>,
+    tracked: Option<(WatchKey, u64)>,
+}
+
+impl CarriedMark {
+    /// The guard again, for the reply's verdict (`forget`, `take_lost`).
+    pub(crate) fn resume(&mut self) -> Releasing<'_> {
+        Releasing {
+            watchdog: &self.client.watchdog,
+            tracked: self.tracked.take(),
+        }
+    }
+}
+
+impl Drop for CarriedMark {
+    fn drop(&mut self) {
+        drop(self.resume());
     }
 }
 
