@@ -34,7 +34,9 @@ pub struct Client {
 
 pub(crate) struct ClientInner {
     pub(crate) config: Config,
-    connection: ConnectionManager,
+    /// The multiplexed command connection; taken out once the client is closed and its
+    /// tidy-ups are done (see `keepalive`), so that its socket closes with the client.
+    connection: Mutex<Option<ConnectionManager>>,
     /// Blocking callers' own connections (see `direct`).
     pub(crate) direct: DirectConnections,
     /// Async acquire attempts' and releases' own connections (see `direct::hot`).
@@ -188,16 +190,17 @@ impl ClientBuilder {
             closed: AtomicBool::new(false),
             shutdown,
             cluster_mode: false,
-            connection,
+            connection: Mutex::new(Some(connection)),
             config,
         });
         if inner.config.watchdog {
             let period = (inner.config.lease / 3).max(Duration::from_millis(10));
             tokio::spawn(watchdog::run(Arc::downgrade(&inner), period));
         }
-        if let Some(interval) = inner.config.ping_interval {
-            tokio::spawn(crate::keepalive::run(Arc::downgrade(&inner), interval));
-        }
+        tokio::spawn(crate::keepalive::run(
+            Arc::downgrade(&inner),
+            inner.config.ping_interval,
+        ));
         Ok(Client { inner })
     }
 }
@@ -284,7 +287,9 @@ impl Client {
     /// Holds the watchdog kept count as lost from then on ([`Hold::is_lost`](crate::Hold::is_lost),
     /// [`Hold::lost`](crate::Hold::lost)): nothing renews them (the lock-lost callback is not
     /// called).
-    /// Every later call fails with `Closed`. Closing twice is harmless.
+    /// Every later call fails with `Closed`. The connections close with it (the command
+    /// connection a command timeout later, for the tidy-ups it sets off), whatever handles of
+    /// the client live on. Closing twice is harmless.
     pub fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.shutdown.cancel();
@@ -330,7 +335,7 @@ impl ClientInner {
         &self,
         invocation: &redis::ScriptInvocation<'_>,
     ) -> Result<T> {
-        let mut connection = self.connection.clone();
+        let mut connection = self.command_connection()?;
         self.bounded(invocation.invoke_async(&mut connection)).await
     }
 
@@ -343,7 +348,7 @@ impl ClientInner {
         call: &redis::Cmd,
         ping_first: bool,
     ) -> Result<T> {
-        let connection = self.connection.clone();
+        let connection = self.command_connection()?;
         self.eval_on(connection, script, call, ping_first).await
     }
 
@@ -359,15 +364,21 @@ impl ClientInner {
     }
 
     /// The command connection itself, with no timeout or closed check: for a call that keeps
-    /// its own timeout, and for tidying up even after close.
-    pub(crate) fn command_connection(&self) -> ConnectionManager {
-        self.connection.clone()
+    /// its own timeout, and for tidying up after close (`Closed` once it was closed itself).
+    pub(crate) fn command_connection(&self) -> Result<ConnectionManager> {
+        self.connection.lock().unwrap().clone().ok_or(Error::Closed)
+    }
+
+    /// Closes the command connection (once the client is closed): in-flight calls keep theirs
+    /// until they end, and the socket closes with the last of them.
+    pub(crate) fn drop_command_connection(&self) {
+        drop(self.connection.lock().unwrap().take());
     }
 
     /// A connection for a hot call (an acquire attempt, a release), with no timeout or closed
     /// check: a direct one if idle, else the command connection (see `direct::hot`).
-    pub(crate) fn hot_connection(&self) -> HotConnection {
-        self.hot.connection(&self.connection)
+    pub(crate) fn hot_connection(&self) -> Result<HotConnection> {
+        self.hot.connection(|| self.command_connection())
     }
 
     /// Runs one Redis call under the command timeout, failing fast once closed.

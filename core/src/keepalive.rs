@@ -1,35 +1,57 @@
-//! A `PING` on the command connection every `ping_interval` (default 30 s, as Redisson's
-//! `pingConnectionInterval`).
+//! The command connection's keeper: a `PING` every `ping_interval` (default 30 s, as Redisson's
+//! `pingConnectionInterval`) while the client is open, and the connection closed after close.
 //!
 //! Servers close clients idle past their `timeout` (managed services do so after minutes), and
 //! a restart closes every connection. redis-rs' connection manager notices a closed connection
-//! only when a call fails on it (it then reconnects in the background), so without this the
-//! first call after a quiet spell would be that call. With it, the connection stays in use, and
-//! one that a restart closed is replaced within an interval: a client left idle that long
-//! fails no call. (The direct connections are looked at before each use instead, and the
+//! only when a call fails on it (it then reconnects in the background), so without the pings
+//! the first call after a quiet spell would be that call. With them, the connection stays in
+//! use, and one that a restart closed is replaced within an interval: a client left idle that
+//! long fails no call. (The direct connections are looked at before each use instead, and the
 //! pub/sub connection has its own check: see `direct` and `pubsub`.)
+//!
+//! After close, the tidy-ups that close set off (a waiter's grant given back, an abandoned
+//! attempt undone) may still need the connection: it is closed one command timeout later, so a
+//! program that opens and closes clients does not keep their sockets until the last handle of
+//! each is dropped.
 
 use std::sync::Weak;
 use std::time::Duration;
 
 use crate::client::ClientInner;
 
-pub(crate) async fn run(client: Weak<ClientInner>, interval: Duration) {
-    let Some(shutdown) = client.upgrade().map(|c| c.shutdown.clone()) else {
+pub(crate) async fn run(client: Weak<ClientInner>, interval: Option<Duration>) {
+    let Some((shutdown, grace)) = client
+        .upgrade()
+        .map(|c| (c.shutdown.clone(), c.config.command_timeout))
+    else {
         return;
     };
     loop {
+        let tick = async {
+            match interval {
+                Some(interval) => tokio::time::sleep(interval).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(interval) => {}
+            _ = shutdown.cancelled() => break,
+            _ = tick => {}
         }
         let Some(inner) = client.upgrade() else {
             return;
         };
-        let (mut connection, timeout) = (inner.command_connection(), inner.config.command_timeout);
+        let (Ok(mut connection), timeout) =
+            (inner.command_connection(), inner.config.command_timeout)
+        else {
+            return;
+        };
         drop(inner); // the client may go while the PING is out
         // A failure needs nothing more: the manager reconnects on it.
         let ping = redis::cmd("PING");
         let _ = tokio::time::timeout(timeout, ping.query_async::<()>(&mut connection)).await;
+    }
+    tokio::time::sleep(grace).await;
+    if let Some(inner) = client.upgrade() {
+        inner.drop_command_connection();
     }
 }

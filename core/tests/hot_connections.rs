@@ -346,3 +346,46 @@ async fn a_client_idle_through_a_restart_fails_no_call() {
     cycles(&lock, &owner, 3).await;
     lock.inspect().await.unwrap();
 }
+
+/// Close closes every connection of the client (command, direct, pub/sub) while its handles
+/// live on: the command connection once the tidy-ups close may set off had a command timeout
+/// to use it. (It stayed open until the last handle was dropped: a Go or Java program that
+/// connected and closed clients kept one socket per client until the garbage collector ran.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_client_closes_its_connections_while_its_handles_live() {
+    let server = RedisServer::start();
+    let before = connection_ids(&server, None);
+    let client = builder(&server)
+        .command_timeout(ms(300))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("closing").unwrap();
+    let (holder, waiter) = (Owner::random(), Owner::random());
+    cycles(&lock, &holder, 2).await;
+    lock.acquire(&holder, NOW, LEASE).await.unwrap();
+    // A waiter subscribes (the subscription lingers after its wait).
+    let err = lock
+        .acquire(&waiter, Some(ms(100)), LEASE)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    let ours = || {
+        let now = connection_ids(&server, None);
+        now.into_iter().filter(|id| !before.contains(id)).count()
+    };
+    assert!(ours() >= 3, "command, direct and pub/sub: {}", ours());
+    client.close();
+    let started = Instant::now();
+    while ours() > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{} connections left open",
+            ours()
+        );
+        tokio::time::sleep(ms(20)).await;
+    }
+    let err = lock.release(&holder).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Closed);
+    drop((client, lock));
+}

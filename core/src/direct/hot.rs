@@ -114,21 +114,25 @@ impl HotConnections {
         })
     }
 
-    /// An idle direct connection, or `shared` (and one more direct connection on its way).
-    pub(crate) fn connection(self: &Arc<Self>, shared: &ConnectionManager) -> HotConnection {
+    /// An idle direct connection, or the `shared` one (and one more direct connection on its
+    /// way).
+    pub(crate) fn connection<E>(
+        self: &Arc<Self>,
+        shared: impl FnOnce() -> Result<ConnectionManager, E>,
+    ) -> Result<HotConnection, E> {
         let idle = self.idle.lock().unwrap().pop();
         match idle {
-            Some(wire) if wire.is_alive() => HotConnection::Direct(PooledWire {
+            Some(wire) if wire.is_alive() => Ok(HotConnection::Direct(PooledWire {
                 generation: self.generation.load(Ordering::Acquire),
                 wire: Some(wire),
                 pool: self.clone(),
-            }),
+            })),
             dead_or_none => {
                 if dead_or_none.is_some() {
                     self.broken();
                 }
                 self.open_one_more();
-                HotConnection::Shared(shared.clone())
+                shared().map(HotConnection::Shared)
             }
         }
     }

@@ -544,7 +544,7 @@ pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<(
         .arg(lock.keys.channel())
         .arg(waiter)
         .arg(lock.announcement_ms());
-    let mut connection = lock.client.command_connection();
+    let mut connection = lock.client.command_connection()?;
     tidy::<i64>(lock, invocation.invoke_async(&mut connection))
         .await
         .map(drop)

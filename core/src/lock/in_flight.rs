@@ -91,7 +91,7 @@ impl Undo {
         let key = || WatchKey::new(&lock.keys, lock.mode, self.token.as_str().into());
         let releasing = lock.client.watchdog.releasing(key);
         let call = lock.release_call(&self.token);
-        let mut connection = lock.client.command_connection();
+        let mut connection = lock.client.command_connection()?;
         let undo = eval_async(&mut connection, SCRIPTS.release(lock.mode), &call, false);
         match super::acquire::tidy(lock, undo).await? {
             ReleaseReply::NotHeld { .. } => Err(Error::NotHeld),
@@ -152,7 +152,7 @@ impl InFlightAttempt {
                 &args.waiter,
             );
             script_lock.client.ensure_open()?;
-            let mut connection = script_lock.client.hot_connection();
+            let mut connection = script_lock.client.hot_connection()?;
             let script = SCRIPTS.acquire(script_lock.mode);
             Ok(eval_async(&mut connection, script, &call, false).await?)
         });

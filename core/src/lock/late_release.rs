@@ -69,7 +69,7 @@ impl InFlightRelease {
         let script = SCRIPTS.release(lock.mode);
         let call: Call = Box::pin(async move {
             client.ensure_open()?;
-            let mut connection = client.hot_connection();
+            let mut connection = client.hot_connection()?;
             Ok(eval_async(&mut connection, script, &call, ping_first).await?)
         });
         let timeout = lock.client.config.command_timeout;
