@@ -120,6 +120,13 @@ pub async fn cancellable<T>(
     let Some(cancel) = cancel else {
         return work.await;
     };
+    // Polled with the token at hand, so a blocking call inside it (a direct attempt on this
+    // thread's socket) gives up when it fires instead of running to its command timeout.
+    let mut work = std::pin::pin!(work);
+    let work = std::future::poll_fn(|cx| {
+        let _scope = CancelScope::enter(cancel);
+        work.as_mut().poll(cx)
+    });
     tokio::select! {
         biased;
         _ = cancel.cancelled() => Err(Error::Cancelled),
@@ -129,6 +136,32 @@ pub async fn cancellable<T>(
 
 thread_local! {
     static BLOCKING_CALLER: Cell<bool> = const { Cell::new(false) };
+    static CURRENT_CANCEL: std::cell::RefCell<Option<CancelToken>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The cancel token of the [`cancellable`] call this thread is polling, if any.
+pub(crate) fn current_cancel() -> Option<CancelToken> {
+    CURRENT_CANCEL.with(|c| c.borrow().clone())
+}
+
+/// Makes `cancel` this thread's current cancel token until dropped.
+struct CancelScope {
+    was: Option<CancelToken>,
+}
+
+impl CancelScope {
+    fn enter(cancel: &CancelToken) -> Self {
+        CancelScope {
+            was: CURRENT_CANCEL.with(|c| c.replace(Some(cancel.clone()))),
+        }
+    }
+}
+
+impl Drop for CancelScope {
+    fn drop(&mut self) {
+        CURRENT_CANCEL.with(|c| *c.borrow_mut() = self.was.take());
+    }
 }
 
 /// Whether this thread is a blocking caller inside [`block_on`] (never a runtime worker): it may

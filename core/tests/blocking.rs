@@ -204,6 +204,44 @@ fn a_direct_release_that_redis_runs_late_is_not_reported_lost() {
     );
 }
 
+/// A cancel token ends a blocking acquire while its first attempt waits for Redis' reply (a
+/// stalled server), not only between attempts: `Cancelled` at once, and the attempt, which Redis
+/// runs late, is undone.
+#[test]
+fn a_cancel_ends_an_acquire_whose_first_attempt_waits_for_redis() {
+    let server = RedisServer::start();
+    let client = Client::connect(&server.url()).unwrap();
+    let lock = client.lock("direct-cancelled").unwrap();
+    let (me, holder) = (Owner::random(), Owner::random());
+    lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
+    assert_eq!(lock.release(&me).unwrap(), 0);
+    let lease = Some(Duration::from_secs(30));
+    for held in [false, true] {
+        if held {
+            lock.acquire(&holder, Some(Duration::ZERO), lease).unwrap();
+        }
+        let stall = server.stall(Duration::from_millis(1500));
+        let cancel = CancelToken::new();
+        let trigger = cancel_after(&cancel, Duration::from_millis(200));
+        let started = Instant::now();
+        let options = AcquireOptions::new(None, None);
+        let result = lock.acquire_with(&me, options, Some(&cancel));
+        let took = started.elapsed();
+        trigger.join().unwrap();
+        assert_eq!(result.unwrap_err(), Error::Cancelled, "held: {held}");
+        assert!(took < Duration::from_millis(800), "returned after {took:?}");
+        stall.join().unwrap();
+        thread::sleep(Duration::from_millis(300)); // the late attempt's undo
+        let info = client.inspect("direct-cancelled").unwrap();
+        assert_eq!(info.holders.len(), usize::from(held), "{info:?}");
+        assert_eq!(info.waiting_writers, 0, "{info:?}");
+        if held {
+            assert_eq!(lock.release(&holder).unwrap(), 0);
+        }
+    }
+    assert!(!lock.is_locked().unwrap());
+}
+
 #[test]
 fn a_direct_call_that_times_out_never_reads_its_late_reply_later() {
     let server = RedisServer::start();

@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use redis::{Cmd, ErrorKind, FromRedisValue, RedisResult, Script};
 
+use crate::blocking::CancelToken;
 use crate::error::{Error, Result};
 use wire::Wire;
 
@@ -119,9 +120,12 @@ impl DirectConnections {
     }
 
     /// Runs `call` on an idle connection (or a new one) on this thread. A connection whose call
-    /// timed out goes to `late`: its reply may still come, and only `late` may read it.
+    /// timed out goes to `late`: its reply may still come, and only `late` may read it. So does
+    /// one whose call `cancel` ended while it waited for the reply (`Cancelled`; plain sockets:
+    /// a TLS call runs to its reply or its timeout).
     pub(crate) fn run_or_hand_over<T>(
         &self,
+        cancel: Option<&CancelToken>,
         call: impl FnOnce(&mut DirectConnection) -> RedisResult<T>,
         late: impl FnOnce(DirectConnection),
     ) -> Result<T> {
@@ -129,10 +133,22 @@ impl DirectConnections {
             Some(connection) => connection,
             None => self.open()?,
         };
-        match call(&mut connection) {
+        if let DirectConnection::Plain(wire) = &mut connection {
+            wire.watch(cancel);
+        }
+        let result = call(&mut connection);
+        let cancelled = match &mut connection {
+            DirectConnection::Plain(wire) => wire.unwatch(),
+            DirectConnection::Tls(_) => false,
+        };
+        match result {
             Ok(value) => {
                 self.give_back(connection);
                 Ok(value)
+            }
+            Err(_) if cancelled => {
+                late(connection);
+                Err(Error::Cancelled)
             }
             Err(err) if err.is_timeout() => {
                 late(connection);

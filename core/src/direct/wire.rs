@@ -18,6 +18,7 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use super::resp::ReplyBuffer;
+use crate::blocking::CancelToken;
 use redis::{
     Cmd, ConnectionAddr, ConnectionInfo, ConnectionLike, ErrorKind, FromRedisValue, RedisError,
     RedisResult, Value,
@@ -73,7 +74,14 @@ pub(crate) struct Wire {
     read_timeout_shortened: bool,
     out: Vec<u8>,
     replies: ReplyBuffer,
+    /// While set, a call waits for its reply in slices and gives up once this fires.
+    cancel: Option<CancelToken>,
+    /// The last call gave up on its reply because `cancel` fired.
+    gave_up: bool,
 }
+
+/// How often a call with a cancel token looks at it while it waits for the reply.
+const CANCEL_CHECK: Duration = Duration::from_millis(10);
 
 impl Wire {
     /// Connects to a plain address and authenticates; `None` for a TLS address.
@@ -100,6 +108,8 @@ impl Wire {
                 read_timeout_shortened: false,
                 out: Vec::with_capacity(512),
                 replies: ReplyBuffer::new(),
+                cancel: None,
+                gave_up: false,
             };
             wire.handshake(info)?;
             wire.stream.set_write_timeout(command_timeout)?;
@@ -157,6 +167,18 @@ impl Wire {
         Ok(())
     }
 
+    /// Gives up on the calls' replies from now on once `cancel` (if any) fires.
+    pub(super) fn watch(&mut self, cancel: Option<&CancelToken>) {
+        self.cancel = cancel.cloned();
+        self.gave_up = false;
+    }
+
+    /// Stops watching; returns whether a call gave up because the token fired.
+    pub(super) fn unwatch(&mut self) -> bool {
+        self.cancel = None;
+        std::mem::take(&mut self.gave_up)
+    }
+
     /// The reply of a call that timed out, waiting for it up to `patience`.
     pub(crate) fn late_reply<T: FromRedisValue>(&mut self, patience: Duration) -> RedisResult<T> {
         self.stream.set_read_timeout(patience)?;
@@ -192,8 +214,10 @@ impl Wire {
             if let Some(value) = self.replies.next_reply()? {
                 return Ok(value);
             }
-            // A second read (or one after an interruption) gets only the time left.
-            if let Some(deadline) = deadline.filter(|_| reads > 0) {
+            if self.cancel.is_some() {
+                self.slice_read_timeout(deadline)?;
+            } else if let Some(deadline) = deadline.filter(|_| reads > 0) {
+                // A second read (or one after an interruption) gets only the time left.
                 self.shorten_read_timeout(deadline)?;
             }
             reads += 1;
@@ -207,6 +231,14 @@ impl Wire {
                 }
                 Ok(read) => self.replies.filled(read),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if self.cancel.is_some() && is_read_timeout(&e) => {
+                    if self.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+                        self.gave_up = true;
+                        return Err(
+                            io::Error::other("cancelled while waiting for the reply").into()
+                        );
+                    }
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -216,6 +248,19 @@ impl Wire {
     fn start_call(&mut self) -> io::Result<Option<Instant>> {
         self.restore_read_timeout()?;
         Ok(deadline_after(self.command_timeout))
+    }
+
+    /// The next read waits at most [`CANCEL_CHECK`], and not past `deadline`.
+    fn slice_read_timeout(&mut self, deadline: Option<Instant>) -> io::Result<()> {
+        let left = deadline.map_or(CANCEL_CHECK, |d| {
+            d.saturating_duration_since(Instant::now())
+        });
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(left.min(CANCEL_CHECK))?;
+        self.read_timeout_shortened = true;
+        Ok(())
     }
 
     fn shorten_read_timeout(&mut self, deadline: Instant) -> io::Result<()> {
@@ -269,6 +314,14 @@ impl ConnectionLike for Wire {
     fn is_open(&self) -> bool {
         true
     }
+}
+
+/// A socket read that ran into its timeout (`SO_RCVTIMEO`: `EAGAIN` on Linux).
+fn is_read_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 fn deadline_after(timeout: Duration) -> Option<Instant> {

@@ -307,8 +307,9 @@ impl Lock {
         Self::attempted(args, reply, announcement)
     }
 
-    /// [`Lock::attempt`] on the calling thread's own connection. Nothing to undo on
-    /// cancellation: the caller's thread is blocked until the reply is in or times out.
+    /// [`Lock::attempt`] on the calling thread's own connection. The caller's thread waits for
+    /// the reply until it is in, the command timeout passes, or the caller's cancel token fires;
+    /// in the last two cases the attempt is undone once its late reply is in.
     fn attempt_direct(
         &self,
         args: &AttemptArgs<'_>,
@@ -321,9 +322,13 @@ impl Lock {
             args.announce_ms,
             args.waiter,
         );
+        // The blocking call's cancel token, if any, ends the wait for the reply too.
+        let cancel = crate::blocking::current_cancel();
         let reply = self.client.direct.run_or_hand_over(
+            cancel.as_ref(),
             |c| c.eval(SCRIPTS.acquire(self.mode), &call, false),
-            // Timed out: Redis may still run it; its caller hears `Connection`, so it is undone.
+            // Timed out or cancelled: Redis may still run it; its caller hears `Connection` or
+            // `Cancelled`, so it is undone.
             |late| {
                 let token = args.owner.token();
                 let undo = Undo::new(self, token, args.waiter, args.announce_ms, args.lease_ms);

@@ -261,6 +261,7 @@ impl Lock {
         let ping_first = self.pings_first();
         let script = SCRIPTS.release(self.mode);
         let reply = (self.client.direct).run_or_hand_over(
+            None,
             |c| c.eval(script, &call, ping_first),
             |late| {
                 let mark = mark.take().expect("one call");
