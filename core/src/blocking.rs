@@ -30,10 +30,12 @@ pub use tokio_util::sync::CancellationToken as CancelToken;
 
 pub mod pending;
 pub mod polled;
+mod process_bound;
 #[cfg(target_os = "linux")]
 mod watch;
 pub use pending::{PendingAcquire, Started};
 pub use polled::Polled;
+use process_bound::ProcessBound;
 
 struct ProcessRuntime {
     pid: u32,
@@ -191,7 +193,8 @@ impl Drop for BlockingCaller {
 
 struct Shared {
     builder: ClientBuilder,
-    current: Mutex<(u32, crate::Client)>,
+    /// The async client of the process that uses it (a forked child connects its own).
+    current: Mutex<ProcessBound<crate::Client>>,
     closed: AtomicBool,
 }
 
@@ -201,15 +204,12 @@ impl Shared {
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::Closed);
         }
-        let pid = crate::inspect::process_id();
         let mut current = self.current.lock().unwrap();
-        if current.0 != pid {
-            let fresh = block_on(self.builder.clone().connect())?;
-            let inherited = std::mem::replace(&mut *current, (pid, fresh));
-            // The parent's client belongs to the parent's runtime: never run its destructor here.
-            std::mem::forget(inherited);
+        if !current.is_ours() {
+            // The parent's client is left to the parent (see `ProcessBound`).
+            *current = ProcessBound::new(block_on(self.builder.clone().connect())?);
         }
-        Ok(current.1.clone())
+        Ok(crate::Client::clone(&current))
     }
 }
 
@@ -237,7 +237,7 @@ impl Client {
         Ok(Client {
             shared: Arc::new(Shared {
                 builder,
-                current: Mutex::new((crate::inspect::process_id(), client)),
+                current: Mutex::new(ProcessBound::new(client)),
                 closed: AtomicBool::new(false),
             }),
         })
@@ -267,7 +267,7 @@ impl Client {
             shared: self.shared.clone(),
             name: name.to_owned(),
             mode,
-            cached: Mutex::new((crate::inspect::process_id(), lock)),
+            cached: Mutex::new(ProcessBound::new(lock)),
         })
     }
 
@@ -285,8 +285,8 @@ impl Client {
     pub fn close(&self) {
         self.shared.closed.store(true, Ordering::SeqCst);
         let current = self.shared.current.lock().unwrap();
-        if current.0 == crate::inspect::process_id() {
-            current.1.close();
+        if current.is_ours() {
+            current.close();
         }
     }
 
@@ -323,24 +323,23 @@ pub struct Lock {
     shared: Arc<Shared>,
     name: String,
     mode: Mode,
-    cached: Mutex<(u32, crate::Lock)>,
+    cached: Mutex<ProcessBound<crate::Lock>>,
 }
 
 impl Lock {
     fn current(&self) -> Result<crate::Lock> {
         let client = self.shared.client()?;
-        let pid = crate::inspect::process_id();
         let mut cached = self.cached.lock().unwrap();
-        if cached.0 != pid {
+        if !cached.is_ours() {
             let rw = client.read_write_lock(&self.name)?;
             let fresh = if self.mode == Mode::Read {
                 rw.read()
             } else {
                 rw.write()
             };
-            std::mem::forget(std::mem::replace(&mut *cached, (pid, fresh)));
+            *cached = ProcessBound::new(fresh);
         }
-        Ok(cached.1.clone())
+        Ok(crate::Lock::clone(&cached))
     }
 
     pub fn name(&self) -> &str {

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
 
 import redlock_sdk as rl
 
@@ -93,3 +95,58 @@ def test_token_hand_off_from_another_process(client: rl.Client, redis_server, pr
     assert theirs.owned() and isinstance(theirs.fencing_token, int)
     theirs.release()
     assert not mine.locked()
+
+
+# The parent uses a client from asyncio, forks a child that never touches the client and exits
+# normally (sys.exit: the interpreter's finalization lets go of the inherited client), then goes
+# on using its client.
+FORK_AND_EXIT = """
+import asyncio, os, sys, time
+import redlock_sdk as rl
+
+client = rl.Client(sys.argv[1], prefix=sys.argv[2], command_timeout=2.0)
+lock = client.lock("parent keeps working")
+
+
+async def cycles(n):
+    worst = 0.0
+    for _ in range(n):
+        started = time.monotonic()
+        assert await lock.acquire_async(timeout=5)
+        assert await lock.release_async() == 0
+        worst = max(worst, time.monotonic() - started)
+        await asyncio.sleep(0.01)  # lets the pool open its direct connections
+    return worst
+
+
+asyncio.run(cycles(50))  # warm: the async hot calls' direct connections are open and idle
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)  # the child: does nothing with the client and exits normally
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0
+try:
+    print(f"worst {asyncio.run(cycles(10)):.3f}")
+except rl.LockError as e:
+    print(f"failed {e!r}")
+client.close()
+"""
+
+
+def test_a_forked_child_exiting_leaves_the_parent_s_client_working(
+    redis_server, prefix: str
+) -> None:
+    """The Client docs: "Safe under fork()". A child that never uses its inherited client and
+    exits normally must not disturb its parent: the parent's async calls keep working."""
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_AND_EXIT, redis_server.url, prefix],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcome = done.stdout.strip()
+    assert outcome.startswith("worst "), (
+        f"the parent's async calls broke after its child exited: {outcome}"
+    )
+    assert float(outcome.split()[1]) < 1.0, outcome
