@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 
+import pytest
 import redlock_sdk as rl
 
 # Python leaves SIGINT ignored when it starts with it ignored (as in a background job of a
@@ -115,3 +116,60 @@ def test_a_blocked_acquire_lets_other_threads_run(client: rl.Client) -> None:
     # A wait that held the GIL would freeze the spinner for a whole 100 ms slice.
     assert max(gaps) < 0.05
     lock.release()
+
+
+# A blocked acquire is interrupted (Ctrl-C) and, within the same wait slice, the lock is
+# released by its holder: the waiter is granted the lock while the KeyboardInterrupt is pending.
+INTERRUPTED_AS_GRANTED = """
+import signal, sys, time, redlock_sdk as rl
+signal.signal(signal.SIGINT, signal.default_int_handler)
+client = rl.Client(sys.argv[1], prefix=sys.argv[2])
+lock = client.lock("interrupted as granted")
+print("waiting", flush=True)
+try:
+    lock.acquire()
+    print("acquired", flush=True)
+except KeyboardInterrupt:
+    print(f"interrupted {lock.hold_count}", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.03, 0.35], ids=["first-slice", "parked"])
+def test_ctrl_c_as_the_grant_arrives_leaves_no_hold_behind(
+    redis_server, prefix: str, delay: float
+) -> None:
+    """Contract: a cancelled acquire leaves nothing behind in Redis (Python: Ctrl-C). The
+    acquire raises KeyboardInterrupt, so its caller never learns it holds the lock; the hold
+    must not stay behind (with no lease, the watchdog keeps it for as long as the process
+    lives)."""
+    holder_client = rl.Client(redis_server.url, prefix=prefix)
+    holder = holder_client.lock("interrupted as granted", owner=rl.new_owner_token())
+    try:
+        for _ in range(3):
+            assert holder.acquire(lease=30)
+            child = subprocess.Popen(
+                [sys.executable, "-c", INTERRUPTED_AS_GRANTED, redis_server.url, prefix],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            try:
+                assert child.stdout.readline().strip() == "waiting"
+                time.sleep(delay)
+                child.send_signal(signal.SIGINT)
+                holder.release()  # the grant arrives while the interrupt is pending
+                outcome = child.stdout.readline().strip()
+                if outcome.startswith("interrupted"):
+                    time.sleep(1.0)
+                    holders = holder_client.inspect("interrupted as granted")["holders"]
+                    assert outcome == "interrupted 0" and holders == [], (
+                        f"acquire raised KeyboardInterrupt, yet its owner holds the lock "
+                        f"(child said {outcome!r}; holders in Redis: "
+                        f"{[(h['owner'][:8], h['thread'], h['ttl']) for h in holders]})"
+                    )
+            finally:
+                child.kill()
+                child.wait()
+                holder_client.force_unlock("interrupted as granted")
+    finally:
+        holder_client.close()

@@ -30,6 +30,16 @@ pub struct NativeLock {
 /// Every live `NativeLock` by id, for the hot calls in `fast`.
 static LOCKS: Registry<NativeLock> = Registry::new();
 
+thread_local! {
+    /// The ticket of the last sync acquire that handed this thread a hold (0: none).
+    static LAST_DELIVERED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Notes that the acquire under `ticket` handed this thread its hold (see `take_delivered`).
+pub(super) fn delivered(ticket: u64) {
+    LAST_DELIVERED.with(|last| last.set(ticket));
+}
+
 impl NativeLock {
     pub(crate) fn register(
         client: blocking::Client,
@@ -78,10 +88,11 @@ impl NativeLock {
         match self.lock.start_acquire(&owner, options, None, first_wait)? {
             blocking::Started::Acquired(hold) => {
                 self.holds.record(&hold);
+                delivered(ticket);
                 Ok(true)
             }
             blocking::Started::Waiting(pending) => {
-                let pending = PendingAcquire::new(pending, self.holds.clone());
+                let pending = PendingAcquire::new(pending, self.holds.clone(), ticket);
                 self.parked.lock().unwrap().insert(ticket, pending);
                 Ok(false)
             }
@@ -172,6 +183,13 @@ impl NativeLock {
     /// The acquire still waiting under `ticket` (see [`NativeLock::acquire`]); once only.
     pub fn take_pending(&self, ticket: u64) -> Option<Arc<PendingAcquire>> {
         self.parked.lock().unwrap().remove(&ticket)
+    }
+
+    /// Whether the acquire under `ticket` was the last to hand this thread a hold (forgotten
+    /// once asked). Python asks when an exception (Ctrl-C) is raised between the native call's
+    /// `true` and the caller: that hold is then its caller's to give back.
+    pub fn take_delivered(&self, ticket: u64) -> bool {
+        LAST_DELIVERED.with(|last| last.get() == ticket && last.replace(0) == ticket)
     }
 
     /// Sets the lease of `owner`'s hold to `lease` seconds from now.

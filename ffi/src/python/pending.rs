@@ -15,11 +15,21 @@ use super::lock::HoldBook;
 pub struct PendingAcquire {
     pending: blocking::PendingAcquire,
     holds: Arc<HoldBook>,
+    /// The Python call's ticket (see `NativeLock::take_delivered`).
+    ticket: u64,
 }
 
 impl PendingAcquire {
-    pub(crate) fn new(pending: blocking::PendingAcquire, holds: Arc<HoldBook>) -> Arc<Self> {
-        Arc::new(PendingAcquire { pending, holds })
+    pub(crate) fn new(
+        pending: blocking::PendingAcquire,
+        holds: Arc<HoldBook>,
+        ticket: u64,
+    ) -> Arc<Self> {
+        Arc::new(PendingAcquire {
+            pending,
+            holds,
+            ticket,
+        })
     }
 }
 
@@ -32,6 +42,7 @@ impl PendingAcquire {
         match self.pending.wait(timeout)? {
             Some(hold) => {
                 self.holds.record(&hold);
+                super::lock::delivered(self.ticket);
                 Ok(true)
             }
             None => Ok(false),

@@ -6,6 +6,7 @@ timeouts, waits in short slices so that Ctrl-C ends a blocked acquire, and maps 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Awaitable, Coroutine
 from types import TracebackType
@@ -111,6 +112,8 @@ class Lock:
             parked = self._native.take_pending(ticket)
             if parked is not None:
                 parked.cancel()
+            else:
+                self._give_back_if_delivered(ticket)
             raise
         pending = None
         try:
@@ -130,7 +133,15 @@ class Lock:
                 pending = self._native.take_pending(ticket)
             if pending is not None:
                 pending.cancel()
+            self._give_back_if_delivered(ticket)
             raise
+
+    def _give_back_if_delivered(self, ticket: int) -> None:
+        # An exception (Ctrl-C) raised after the native call handed over the hold and before
+        # ``return True``: the caller never learns it holds the lock, so the hold goes back.
+        if self._native.take_delivered(ticket):
+            with contextlib.suppress(Exception):
+                self.release()
 
     def release(self) -> int:
         """Releases one hold of the caller; returns how many holds it still has.
