@@ -381,3 +381,41 @@ async fn an_owners_call_after_its_cancelled_acquire_waits_for_the_undo() {
     let info = rw.read().inspect().await.unwrap();
     assert_eq!(info.holders.len(), 1, "{info:?}");
 }
+
+/// Close ends a waiter whose re-check attempt is on the wire to a Redis that does not answer:
+/// at once with `Closed`, not after the command timeout with `Connection`. The attempt, which
+/// Redis runs late, is undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_a_waiter_whose_attempt_waits_for_redis() {
+    let server = RedisServer::start();
+    let client = builder(&server)
+        .command_timeout(ms(2_000))
+        .recheck_interval(ms(50))
+        .connect()
+        .await
+        .unwrap();
+    let holder = connect(&server).await;
+    let held = holder.lock("close mid-attempt").unwrap();
+    let other = Owner::random();
+    held.acquire(&other, NOW, Some(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let lock = client.lock("close mid-attempt").unwrap();
+    let waiter = tokio::spawn(async move { lock.acquire(&Owner::random(), None, None).await });
+    tokio::time::sleep(ms(300)).await; // waiting, re-checking every 50 ms
+    let stall = server.stall(ms(1_500));
+    tokio::time::sleep(ms(200)).await; // a re-check is on the wire
+    client.close();
+    let ended = tokio::time::timeout(ms(500), waiter).await;
+    let result = ended.expect("close did not end the wait").unwrap();
+    assert_eq!(result.unwrap_err(), Error::Closed);
+    stall.join().unwrap();
+    tokio::time::sleep(ms(300)).await; // the late attempt's undo
+    let info = held.inspect().await.unwrap();
+    assert_eq!(
+        (info.holders.len(), info.waiting_writers),
+        (1, 0),
+        "{info:?}"
+    );
+    assert_eq!(held.release(&other).await.unwrap(), 0);
+}

@@ -303,7 +303,13 @@ impl Lock {
             announce_ms: args.announce_ms,
             waiter: args.waiter.to_owned(),
         };
-        let reply = InFlightAttempt::start(self, args.owner, call).await?;
+        // Close ends a waiter at once, also while its attempt waits for Redis (dropped, the
+        // attempt is undone in the background once its reply is in).
+        let reply = tokio::select! {
+            biased;
+            reply = InFlightAttempt::start(self, args.owner, call) => reply?,
+            _ = self.client.shutdown.cancelled() => return Err(Error::Closed),
+        };
         Self::attempted(args, reply, announcement)
     }
 
