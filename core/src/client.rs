@@ -167,6 +167,22 @@ impl ClientBuilder {
         .await
         .map_err(|_| Error::Connection(format!("connecting to {} timed out", redact(&config.url))))?
         .map_err(|e| Error::Connection(format!("{}: {e}", redact(&config.url))))?;
+        // Connected is not yet accepted: a server that wants a password none was given for
+        // answers every command with NOAUTH. Found here, it is a connect error.
+        let mut probe = connection.clone();
+        let ping = redis::cmd("PING");
+        match tokio::time::timeout(config.command_timeout, ping.query_async::<()>(&mut probe)).await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let message = format!("{}: {e}", redact(&config.url));
+                return Err(match Error::from(e) {
+                    Error::Connection(_) => Error::Connection(message),
+                    _ => Error::Redis(message),
+                });
+            }
+            Err(_) => return Err(Error::no_answer(config.command_timeout)),
+        }
         let shutdown = CancellationToken::new();
         let inner = Arc::new(ClientInner {
             direct: DirectConnections::new(

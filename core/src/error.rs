@@ -89,7 +89,9 @@ impl From<redis::RedisError> for Error {
             || err.is_connection_dropped()
             || err.is_connection_refusal()
             || err.is_unrecoverable_error()
-            || matches!(err.kind(), K::AuthenticationFailed | K::InvalidClientConfig);
+            || matches!(err.kind(), K::AuthenticationFailed | K::InvalidClientConfig)
+            // A server that wants a password none was given for (or one it no longer takes).
+            || matches!(err.code(), Some("NOAUTH" | "WRONGPASS"));
         if connection_like {
             Error::Connection(err.to_string())
         } else {
