@@ -15,7 +15,7 @@ use crate::direct::{DirectConnections, HotConnection, HotConnections, MAX_DIRECT
 use crate::error::{Error, Result};
 use crate::inspect::LockInfo;
 use crate::keys::{LockKeys, validate_prefix};
-use crate::lock::{LocalLock, Lock, Mode, ReadWriteLock};
+use crate::lock::{ClientTidyUps, LocalLock, Lock, Mode, ReadWriteLock};
 use crate::pubsub::PubSubHub;
 use crate::watchdog::{self, Watchdog};
 
@@ -44,6 +44,8 @@ pub(crate) struct ClientInner {
     pub(crate) pubsub: PubSubHub,
     pub(crate) watchdog: Watchdog,
     locals: Mutex<HashMap<Arc<str>, Weak<LocalLock>>>,
+    /// Tidy-ups under way for all names (see `keepalive`).
+    pub(crate) tidy_ups: Arc<ClientTidyUps>,
     closed: AtomicBool,
     pub(crate) shutdown: CancellationToken,
     pub(crate) cluster_mode: bool,
@@ -203,6 +205,7 @@ impl ClientBuilder {
             ),
             watchdog: Watchdog::default(),
             locals: Mutex::default(),
+            tidy_ups: Arc::default(),
             closed: AtomicBool::new(false),
             shutdown,
             cluster_mode: false,
@@ -304,8 +307,8 @@ impl Client {
     /// [`Hold::lost`](crate::Hold::lost)): nothing renews them (the lock-lost callback is not
     /// called).
     /// Every later call fails with `Closed`. The connections close with it (the command
-    /// connection a command timeout later, for the tidy-ups it sets off), whatever handles of
-    /// the client live on. Closing twice is harmless.
+    /// connection once the tidy-ups under way are done with it), whatever handles of the
+    /// client live on. Closing twice is harmless.
     pub fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.shutdown.cancel();
@@ -419,7 +422,7 @@ impl ClientInner {
         if locals.len() >= 1024 && locals.len().is_power_of_two() {
             locals.retain(|_, weak| weak.strong_count() > 0);
         }
-        let local = Arc::new(LocalLock::default());
+        let local = Arc::new(LocalLock::new(self.tidy_ups.clone()));
         locals.insert(name.clone(), Arc::downgrade(&local));
         local
     }

@@ -9,20 +9,23 @@
 //! long fails no call. (The direct connections are looked at before each use instead, and the
 //! pub/sub connection has its own check: see `direct` and `pubsub`.)
 //!
-//! After close, the tidy-ups that close set off (a waiter's grant given back, an abandoned
-//! attempt undone) may still need the connection: it is closed one command timeout later, so a
-//! program that opens and closes clients does not keep their sockets until the last handle of
-//! each is dropped.
+//! After close, the tidy-ups under way (an abandoned attempt undone once its late reply is in, a
+//! waiter's grant given back) may still need the connection: it is closed as soon as none is
+//! left, so a program that opens and closes clients does not keep their sockets until the last
+//! handle of each is dropped. (Each tidy-up is bounded by its own patience.)
 
 use std::sync::Weak;
 use std::time::Duration;
 
 use crate::client::ClientInner;
 
+/// How long after close the tidy-ups it sets off have to begin.
+const SETTLE: Duration = Duration::from_millis(50);
+
 pub(crate) async fn run(client: Weak<ClientInner>, interval: Option<Duration>) {
-    let Some((shutdown, grace)) = client
+    let Some((shutdown, tidy_ups)) = client
         .upgrade()
-        .map(|c| (c.shutdown.clone(), c.config.command_timeout))
+        .map(|c| (c.shutdown.clone(), c.tidy_ups.clone()))
     else {
         return;
     };
@@ -50,7 +53,9 @@ pub(crate) async fn run(client: Weak<ClientInner>, interval: Option<Duration>) {
         let ping = redis::cmd("PING");
         let _ = tokio::time::timeout(timeout, ping.query_async::<()>(&mut connection)).await;
     }
-    tokio::time::sleep(grace).await;
+    // The waiters close woke give up their attempts as they run: let them first.
+    tokio::time::sleep(SETTLE).await;
+    tidy_ups.none_left().await;
     if let Some(inner) = client.upgrade() {
         inner.drop_command_connection();
     }

@@ -9,6 +9,7 @@ mod late_release;
 mod replies;
 pub(crate) mod scripts;
 mod tidying;
+pub(crate) use tidying::ClientTidyUps;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -117,6 +118,16 @@ impl LocalLock {
         match mode {
             Mode::Read => &self.readers,
             Mode::Write => &self.writers,
+        }
+    }
+}
+
+impl LocalLock {
+    /// The state of one name in a client whose tidy-ups are counted in `tidy_ups`.
+    pub(crate) fn new(tidy_ups: Arc<tidying::ClientTidyUps>) -> Self {
+        LocalLock {
+            tidying: tidying::Tidying::new(tidy_ups),
+            ..LocalLock::default()
         }
     }
 }

@@ -28,6 +28,40 @@ pub(crate) struct Tidying {
     /// Both kinds of waiter are told when one ends: async calls and blocking releases.
     ended: Notify,
     ended_blocking: Condvar,
+    /// The client's count, which these are part of.
+    client: Arc<ClientTidyUps>,
+}
+
+impl Tidying {
+    pub(crate) fn new(client: Arc<ClientTidyUps>) -> Self {
+        Tidying {
+            client,
+            ..Tidying::default()
+        }
+    }
+}
+
+/// The tidy-ups under way in a whole client: after close, its command connection is closed
+/// once none is left (see `keepalive`).
+#[derive(Default)]
+pub(crate) struct ClientTidyUps {
+    under_way: AtomicUsize,
+    ended: Notify,
+}
+
+impl ClientTidyUps {
+    /// Resolves once no tidy-up is under way.
+    pub(crate) async fn none_left(&self) {
+        loop {
+            let ended = self.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if self.under_way.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            ended.await;
+        }
+    }
 }
 
 /// Held by one tidy-up while it runs; dropping it ends it.
@@ -46,6 +80,7 @@ impl TidyTicket {
             .entry(token.to_owned())
             .or_default() += 1;
         tidying.under_way.fetch_add(1, Ordering::SeqCst);
+        tidying.client.under_way.fetch_add(1, Ordering::SeqCst);
         TidyTicket {
             local: local.clone(),
             token: token.to_owned(),
@@ -68,6 +103,9 @@ impl Drop for TidyTicket {
         }
         tidying.ended.notify_waiters();
         tidying.ended_blocking.notify_all();
+        if tidying.client.under_way.fetch_sub(1, Ordering::SeqCst) == 1 {
+            tidying.client.ended.notify_waiters();
+        }
     }
 }
 
