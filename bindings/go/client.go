@@ -29,7 +29,8 @@ var nextClientID atomic.Uintptr
 
 // Connect connects to Redis at url (redis://[user:password@]host[:port][/db], rediss://... for
 // TLS). It blocks until connected or the connect timeout (or ctx's deadline, if sooner) passes;
-// an unreachable Redis is ErrConnection. Cancelling ctx ends the connect at once with its error.
+// an unreachable Redis is ErrConnection (running into ctx's deadline too: that error also
+// matches context.DeadlineExceeded). Cancelling ctx ends the connect at once with its error.
 func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, contextError("connect", err)
@@ -79,10 +80,7 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	})
 	if err != nil {
 		hooksByClient.Delete(c.id)
-		if errors.Is(err, ErrCanceled) && ctx.Err() != nil {
-			return nil, contextError("connect", ctx.Err())
-		}
-		return nil, err
+		return nil, connectError(ctx, err)
 	}
 	runtime.AddCleanup(c, closeClient, clientRef{uint64(c.h.id), c.id})
 	return c, nil
@@ -252,4 +250,21 @@ func checkContext(ctx context.Context, op string) error {
 		return contextError(op, err)
 	}
 	return nil
+}
+
+// connectError is a failed connect's error. The context's deadline is the connect timeout
+// (whichever of the two timers fires first): running into it is ErrConnection, as the
+// timeout's end is, matching context.DeadlineExceeded too. A cancelled ctx is its own error.
+func connectError(ctx context.Context, err error) error {
+	var e *Error
+	if !errors.As(err, &e) || ctx.Err() == nil {
+		return err
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && (errors.Is(e.Kind, ErrCanceled) || errors.Is(e.Kind, ErrConnection)):
+		return &Error{Op: "connect", Kind: ErrConnection, Message: "not connected before the context's deadline", cause: context.DeadlineExceeded}
+	case errors.Is(e.Kind, ErrCanceled):
+		return contextError("connect", ctx.Err())
+	}
+	return err
 }

@@ -105,7 +105,14 @@ func WithLabel(label string) AcquireOption {
 func (l *Lock) Acquire(ctx context.Context, owner *Owner, opts ...AcquireOption) (*Hold, error) {
 	wait := C.int64_t(C.RL_WAIT_FOREVER)
 	if deadline, ok := ctx.Deadline(); ok {
-		wait = C.int64_t(max(time.Until(deadline).Milliseconds(), 0))
+		left := time.Until(deadline)
+		if left <= 0 {
+			// Passed, though ctx may not say so yet: it is the context's error all the same.
+			return nil, contextError("acquire", context.DeadlineExceeded)
+		}
+		// Rounded up: a deadline under a millisecond away is still a wait (0 would be a
+		// TryAcquire, whose ErrTimeout is not the deadline's).
+		wait = C.int64_t((left + time.Millisecond - 1) / time.Millisecond)
 	}
 	return l.acquire(ctx, owner, wait, opts)
 }
