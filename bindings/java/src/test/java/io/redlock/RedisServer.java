@@ -10,7 +10,9 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -29,14 +31,19 @@ final class RedisServer implements AutoCloseable {
     this.port = port;
   }
 
+  /** One started with redis-server's `extraArgs` (such as `--requirepass`). */
   @SuppressWarnings("try") // the probe socket is only opened to see that the port answers
-  static RedisServer start() throws IOException, InterruptedException {
+  static RedisServer start(String... extraArgs) throws IOException, InterruptedException {
     Path dir = Files.createTempDirectory("redlock-java-redis");
     int port = freePort();
-    Process process =
-        new ProcessBuilder(
+    List<String> command =
+        new ArrayList<>(
+            List.of(
                 "redis-server", "--port", String.valueOf(port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--dir", dir.toString())
+                "--save", "", "--appendonly", "no", "--dir", dir.toString()));
+    command.addAll(List.of(extraArgs));
+    Process process =
+        new ProcessBuilder(command)
             .redirectErrorStream(true)
             .redirectOutput(dir.resolve("redis.log").toFile())
             .start();
@@ -57,6 +64,15 @@ final class RedisServer implements AutoCloseable {
 
   String url() {
     return "redis://127.0.0.1:" + port;
+  }
+
+  int port() {
+    return port;
+  }
+
+  /** The server's process id (to stop it with a signal). */
+  long pid() {
+    return process.pid();
   }
 
   /** One command in RESP over a plain socket; the first line of the reply. */
