@@ -194,6 +194,45 @@ async fn a_pubsub_connection_that_stops_answering_is_replaced() {
     waiting.await.unwrap().unwrap();
 }
 
+/// A user Redis refuses SUBSCRIBE to (it may still PUBLISH, which the scripts do) still gets
+/// the lock: its waiters re-check on their own, from the first refusal on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_of_a_user_who_may_not_subscribe_get_the_lock_by_re_checking() {
+    let server = RedisServer::start();
+    let acl = "on >quiet-pass ~* &* +@all -subscribe -psubscribe";
+    let mut command = vec!["ACL", "SETUSER", "quiet"];
+    command.extend(acl.split(' '));
+    let reply = server.command(&command);
+    assert!(reply.starts_with("+OK"), "{reply}");
+    let url = format!("redis://quiet:quiet-pass@127.0.0.1:{}", server.port());
+    let client = Client::builder(&url)
+        .recheck_interval(ms(50))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("no subscribe").unwrap();
+    let holder = Owner::random();
+    lock.acquire(&holder, NOW, Some(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let waiter = {
+        let lock = lock.clone();
+        tokio::spawn(async move {
+            let me = Owner::random();
+            let hold = lock.acquire(&me, Some(Duration::from_secs(5)), None).await;
+            (hold.map(|h| h.hold_count()), lock.release(&me).await)
+        })
+    };
+    tokio::time::sleep(ms(300)).await;
+    assert_eq!(lock.release(&holder).await.unwrap(), 0);
+    let released_at = Instant::now();
+    let (held, released) = waiter.await.unwrap();
+    assert_eq!((held.unwrap(), released.unwrap()), (1, 0));
+    // Re-checking every 50 ms, not held up by a subscribe until its time limit (3 s).
+    let took = released_at.elapsed();
+    assert!(took < ms(1_000), "got the lock {took:?} after its release");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acl_users_with_passwords() {
     let server = RedisServer::start();

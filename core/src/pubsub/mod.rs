@@ -305,6 +305,7 @@ impl PubSubHub {
                 connect_timeout: self.connect_timeout,
                 command_timeout: self.command_timeout,
                 linger: self.linger,
+                refusal_logged: Default::default(),
             };
             tokio::spawn(task.run(rx));
             tx
@@ -321,6 +322,8 @@ struct HubTask {
     connect_timeout: Duration,
     command_timeout: Duration,
     linger: Duration,
+    /// Whether a refusal by Redis (not a network failure) was logged as a warning yet.
+    refusal_logged: std::sync::atomic::AtomicBool,
 }
 
 enum Disconnect {
@@ -423,7 +426,24 @@ impl HubTask {
             done = tokio::time::timeout(self.command_timeout, call) => match done {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(err)) => {
-                    tracing::debug!(%err, "pub/sub command failed; reconnecting");
+                    // Refused (an ACL user without pub/sub rights): this will not pass by
+                    // itself, so it is said once at warning level. Waiters still get the lock,
+                    // by their re-checks alone.
+                    let refused = err.code().is_some();
+                    if refused && !self.refusal_logged.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(%err, "Redis refused a pub/sub command: waiters fall back \
+                            to re-checking every recheck interval; retrying");
+                    } else {
+                        tracing::debug!(%err, "pub/sub command failed; reconnecting");
+                    }
+                    if refused {
+                        // No confirmation is coming: the waiters go on to their re-checks now
+                        // rather than at the end of their subscribe's time limit.
+                        let mut channels = self.shared.channels.lock().unwrap();
+                        for state in channels.values_mut() {
+                            state.waiting_for_confirmation.clear();
+                        }
+                    }
                     Err(Disconnect::Lost)
                 }
                 Err(_) => {
