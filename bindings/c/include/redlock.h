@@ -913,7 +913,8 @@ rl_status rl_lock_acquire_start(struct rl_lock lock,
  * `*out_done` false. Acquired: `RL_OK`, `*out_done` true, `*out` and `*out_hold` (each may be
  * NULL) filled as by `rl_lock_acquire_ex`. Failed: the acquire's status (`RL_TIMEOUT` when its
  * own wait ran out, `RL_CANCELLED`, ...) and `*out_done` true. The outcome is handed out once:
- * asking again, or after `rl_pending_cancel`, is `RL_INVALID_ARGUMENT`.
+ * asking again is `RL_INVALID_ARGUMENT`. Once the acquire was given up (`rl_pending_cancel`, or
+ * `rl_pending_free` from another thread while this one waits) it is `RL_CANCELLED`.
  *
  * # Safety
  * `out_done`, `out`, `out_hold` and `err` are NULL or valid for writes.

@@ -94,5 +94,6 @@ extern const test_case bad_input_tests[];
 extern const test_case handle_tests[];
 extern const test_case thread_tests[];
 extern const test_case pending_tests[];
+extern const test_case lifecycle_tests[];
 
 #endif

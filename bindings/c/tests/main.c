@@ -7,9 +7,9 @@
 /* tests/test_conformance.c: the shared scenarios of tests/conformance/scenarios.txt. */
 extern const test_case conformance_tests[];
 
-static const test_case *const suites[] = {exclusive_tests, rwlock_tests,  lease_tests,
-                                          bad_input_tests, handle_tests, thread_tests,
-                                          pending_tests,   conformance_tests};
+static const test_case *const suites[] = {exclusive_tests, rwlock_tests,    lease_tests,
+                                          bad_input_tests, handle_tests,    thread_tests,
+                                          pending_tests,   lifecycle_tests, conformance_tests};
 
 int main(int argc, char **argv) {
     /* An optional argument runs only the tests whose name contains it. */

@@ -129,7 +129,8 @@ impl PendingAcquire {
 
     /// Waits up to `timeout` (zero: only looks): `Some(hold)` once the lock is the caller's,
     /// `None` while the acquire still waits, or the acquire's error (`Timeout` when its own wait
-    /// ran out, `Cancelled`). The outcome is handed out once: asking again is `InvalidArgument`.
+    /// ran out, `Cancelled`, also once it was given up). The outcome is handed out once: asking
+    /// again is `InvalidArgument`.
     pub fn wait(&self, timeout: Duration) -> Result<Option<Hold>> {
         let state = self.shared.state();
         let (mut state, _) = self
@@ -143,10 +144,15 @@ impl PendingAcquire {
                 Ok(None)
             }
             State::Finished(outcome) => outcome.map(Some),
-            other @ (State::Taken | State::Abandoned) => {
-                *state = other;
+            // Given up (from another thread, maybe while this one waited): it was cancelled.
+            State::Abandoned => {
+                *state = State::Abandoned;
+                Err(Error::Cancelled)
+            }
+            State::Taken => {
+                *state = State::Taken;
                 Err(Error::InvalidArgument(
-                    "this acquire's outcome was already taken, or it was cancelled".into(),
+                    "this acquire's outcome was already taken".into(),
                 ))
             }
         }

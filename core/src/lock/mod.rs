@@ -370,8 +370,11 @@ impl Lock {
         Ok(self.hold_count(owner).await? > 0)
     }
 
-    /// How many times `owner` holds this view (0 when not at all).
+    /// How many times `owner` holds this view (0 when not at all). Like the owner's other
+    /// calls, it comes after the tidy-ups of the owner's ended acquires (see `tidying`): a
+    /// cancelled acquire that had taken the lock does not show as held.
     pub async fn hold_count(&self, owner: &Owner) -> Result<u32> {
+        self.tidied(owner).await?;
         let state = self.state(owner.token()).await?;
         Ok(match self.mode {
             Mode::Write => state.owner_writes,

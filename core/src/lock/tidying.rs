@@ -2,8 +2,8 @@
 //! caller gave up on (`in_flight`), the withdrawal of a cancelled waiter's announcement (which
 //! also gives back a grant it did not hear of).
 //!
-//! Guarantee: an owner's next acquire, release or extend of the name, through this client,
-//! reaches Redis after them. Until they are done Redis may still show what the ended call did:
+//! Guarantee: an owner's next acquire, release, extend or hold count of the name, through this
+//! client, reaches Redis after them. Until they are done Redis may still show what the ended call did:
 //! without the wait, a cancelled read made its owner's next write an upgrade
 //! (`UpgradeNotAllowed`), and a cancelled write made the next one a re-entry. A tidy-up that
 //! takes longer than the command timeout fails that next call with `Connection` (Redis is not
