@@ -6,13 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import java.io.BufferedInputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -37,47 +31,9 @@ class LifecycleTest extends RedisTestBase {
   // ---------------------------------------------------------------------------------------------
   // Helpers
 
-  /** One command over a plain socket; the whole reply as text (bulk strings in full). */
+  /** One command to the class's redis-server; a bulk string reply in full. */
   static String redisCommand(String... args) throws IOException {
-    try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), port())) {
-      socket.setSoTimeout(5000);
-      StringBuilder request = new StringBuilder("*").append(args.length).append("\r\n");
-      for (String arg : args) {
-        request
-            .append('$')
-            .append(arg.getBytes(StandardCharsets.UTF_8).length)
-            .append("\r\n")
-            .append(arg)
-            .append("\r\n");
-      }
-      OutputStream out = socket.getOutputStream();
-      out.write(request.toString().getBytes(StandardCharsets.UTF_8));
-      out.flush();
-      InputStream in = new BufferedInputStream(socket.getInputStream());
-      String first = readLine(in);
-      if (first.startsWith("$")) {
-        int len = Integer.parseInt(first.substring(1));
-        if (len < 0) {
-          return null;
-        }
-        byte[] body = in.readNBytes(len + 2);
-        return new String(body, 0, len, StandardCharsets.UTF_8);
-      }
-      return first;
-    }
-  }
-
-  private static String readLine(InputStream in) throws IOException {
-    StringBuilder line = new StringBuilder();
-    int c;
-    while ((c = in.read()) != -1) {
-      if (c == '\r') {
-        in.read();
-        break;
-      }
-      line.append((char) c);
-    }
-    return line.toString();
+    return redis.reply(args);
   }
 
   static int port() {

@@ -1,8 +1,8 @@
 package io.redlock;
 
-import java.io.BufferedReader;
+import java.io.BufferedInputStream;
 import java.io.IOException;
-import java.io.InputStreamReader;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -77,6 +77,15 @@ final class RedisServer implements AutoCloseable {
 
   /** One command in RESP over a plain socket; the first line of the reply. */
   String command(String... args) throws IOException {
+    return exchange(false, args);
+  }
+
+  /** One command; a bulk string reply in full (null when nil), any other its first line. */
+  String reply(String... args) throws IOException {
+    return exchange(true, args);
+  }
+
+  private String exchange(boolean wholeBulk, String... args) throws IOException {
     try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), port)) {
       socket.setSoTimeout(5000);
       StringBuilder request = new StringBuilder("*").append(args.length).append("\r\n");
@@ -91,15 +100,35 @@ final class RedisServer implements AutoCloseable {
       OutputStream out = socket.getOutputStream();
       out.write(request.toString().getBytes(StandardCharsets.UTF_8));
       out.flush();
-      BufferedReader in =
-          new BufferedReader(
-              new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
-      String line = in.readLine();
-      if (line == null) {
+      InputStream in = new BufferedInputStream(socket.getInputStream());
+      String first = readLine(in);
+      if (first == null) {
         throw new IOException("redis-server closed the connection without a reply");
       }
-      return line;
+      if (!wholeBulk || !first.startsWith("$")) {
+        return first;
+      }
+      int length = Integer.parseInt(first.substring(1));
+      if (length < 0) {
+        return null;
+      }
+      byte[] body = in.readNBytes(length + 2);
+      return new String(body, 0, length, StandardCharsets.UTF_8);
     }
+  }
+
+  /** One line of a reply without its CRLF; null at the end of the stream. */
+  private static String readLine(InputStream in) throws IOException {
+    StringBuilder line = new StringBuilder();
+    int c;
+    while ((c = in.read()) != -1) {
+      if (c == '\r') {
+        in.read();
+        return line.toString();
+      }
+      line.append((char) c);
+    }
+    return line.length() == 0 ? null : line.toString();
   }
 
   private static int freePort() throws IOException {
