@@ -52,6 +52,22 @@ fn normal_connections(server: &RedisServer) -> usize {
     connection_ids(server, Some("normal")).len()
 }
 
+/// Connections of `kind` the server has that were not in `before`.
+fn ids_since(server: &RedisServer, kind: Option<&str>, before: &[String]) -> Vec<String> {
+    let now = connection_ids(server, kind);
+    now.into_iter().filter(|id| !before.contains(id)).collect()
+}
+
+/// Kills the one direct connection opened since `before` (as the server's idle `timeout` would
+/// close it) and returns its id.
+fn kill_the_direct_connection(server: &RedisServer, before: &[String]) -> String {
+    let direct = ids_since(server, Some("normal"), before);
+    assert_eq!(direct.len(), 1, "{direct:?}");
+    let killed = server.command(&["CLIENT", "KILL", "ID", &direct[0]]);
+    assert!(killed.starts_with(":1"), "{killed}");
+    direct[0].clone()
+}
+
 /// A client with one direct connection open and idle, and a lock on it.
 async fn warmed_up(server: &RedisServer, name: &str) -> (Client, Lock) {
     let client = connect(server).await;
@@ -198,20 +214,11 @@ async fn a_direct_connection_the_server_closed_fails_no_call() {
     let owner = Owner::random();
     cycles(&lock, &owner, 1).await;
     idle_becomes(&client, 1).await;
-    let direct: Vec<String> = connection_ids(&server, Some("normal"))
-        .into_iter()
-        .filter(|id| !before.contains(id))
-        .collect();
-    assert_eq!(direct.len(), 1, "{direct:?}");
-    assert!(
-        server
-            .command(&["CLIENT", "KILL", "ID", &direct[0]])
-            .starts_with(":1")
-    );
+    let killed = kill_the_direct_connection(&server, &before);
     tokio::time::sleep(ms(20)).await;
     cycles(&lock, &owner, 5).await;
     idle_becomes(&client, 1).await;
-    assert!(!connection_ids(&server, Some("normal")).contains(&direct[0]));
+    assert!(!connection_ids(&server, Some("normal")).contains(&killed));
 }
 
 /// A server that forgot the scripts answers NOSCRIPT on the direct connection: the script is
@@ -274,16 +281,7 @@ async fn a_direct_connection_closed_while_the_task_did_not_park_fails_no_call() 
     cycles(&lock, &owner, 2).await;
     idle_becomes(&client, 1).await;
     cycles(&lock, &owner, 1).await;
-    let direct: Vec<String> = connection_ids(&server, Some("normal"))
-        .into_iter()
-        .filter(|id| !before.contains(id))
-        .collect();
-    assert_eq!(direct.len(), 1, "{direct:?}");
-    assert!(
-        server
-            .command(&["CLIENT", "KILL", "ID", &direct[0]])
-            .starts_with(":1")
-    );
+    kill_the_direct_connection(&server, &before);
     std::thread::sleep(ms(50)); // the server's FIN is in the socket; the runtime did not run
     cycles(&lock, &owner, 3).await;
 }
@@ -304,10 +302,7 @@ async fn calls_after_the_server_closed_idle_connections_succeed() {
     let owner = Owner::random();
     cycles(&lock, &owner, 2).await;
     idle_becomes(&client, 1).await;
-    let ours: Vec<String> = connection_ids(&server, Some("normal"))
-        .into_iter()
-        .filter(|id| !before.contains(id))
-        .collect();
+    let ours = ids_since(&server, Some("normal"), &before);
     assert_eq!(
         ours.len(),
         2,
@@ -369,10 +364,7 @@ async fn a_closed_client_closes_its_connections_while_its_handles_live() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout);
-    let ours = || {
-        let now = connection_ids(&server, None);
-        now.into_iter().filter(|id| !before.contains(id)).count()
-    };
+    let ours = || ids_since(&server, None, &before).len();
     assert!(ours() >= 3, "command, direct and pub/sub: {}", ours());
     client.close();
     let started = Instant::now();

@@ -62,9 +62,8 @@ pub(super) struct Undo {
 
 impl Undo {
     pub fn new(lock: &Lock, token: &str, waiter: &str, announce_ms: u64, lease_ms: u64) -> Self {
-        // (Bounded, so a connection that never answers nor fails does not keep this forever.)
-        let patience = Duration::from_millis(lease_ms).min(Duration::from_secs(600))
-            + lock.client.config.command_timeout;
+        let lease = Duration::from_millis(lease_ms);
+        let patience = super::LocalLock::late_reply_patience(&lock.client.config, lease);
         Undo {
             lock: lock.clone(),
             token: token.to_owned(),

@@ -44,11 +44,10 @@ struct Hearing {
 }
 
 impl Hearing {
-    /// How long a late reply is worth awaiting (bounded, so a connection that neither answers
-    /// nor fails does not keep the mark and the owner's next calls waiting for ever).
+    /// How long a late reply is worth awaiting (the hold's lease is at most the watchdog's).
     fn patience(&self) -> Duration {
         let config = &self.lock.client.config;
-        config.lease.min(Duration::from_secs(600)) + config.command_timeout
+        super::LocalLock::late_reply_patience(config, config.lease)
     }
 
     /// Takes the late reply as the caller would have; a release that never answered leaves

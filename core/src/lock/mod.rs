@@ -126,15 +126,6 @@ impl LocalLock {
     /// The state of one name in a client whose tidy-ups are counted in `tidy_ups`.
     pub(crate) fn new(tidy_ups: Arc<tidying::ClientTidyUps>) -> Self {
         LocalLock {
-            tidying: tidying::Tidying::new(tidy_ups),
-            ..LocalLock::default()
-        }
-    }
-}
-
-impl Default for LocalLock {
-    fn default() -> Self {
-        LocalLock {
             readers: Gate::default(),
             writers: Gate::default(),
             grants_elsewhere: AtomicBool::new(false),
@@ -142,8 +133,15 @@ impl Default for LocalLock {
             waits: AtomicU64::new(0),
             wait_nanos: AtomicU64::new(0),
             alerts: AtomicU64::new(0),
-            tidying: tidying::Tidying::default(),
+            tidying: tidying::Tidying::new(tidy_ups),
         }
+    }
+
+    /// How long a late reply to one of this name's calls is worth awaiting: past `lease` a hold
+    /// it made or ended is gone anyway. (Bounded, so a connection that neither answers nor
+    /// fails does not keep the tidy-up, and the owner's next calls, waiting for ever.)
+    pub(crate) fn late_reply_patience(config: &crate::config::Config, lease: Duration) -> Duration {
+        lease.min(Duration::from_secs(600)) + config.command_timeout
     }
 }
 

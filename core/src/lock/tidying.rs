@@ -20,7 +20,6 @@ use super::LocalLock;
 use crate::error::{Error, Result};
 
 /// One name's tidy-ups under way, by owner token.
-#[derive(Default)]
 pub(crate) struct Tidying {
     /// All of them, for every owner: the common case (none) costs one load.
     under_way: AtomicUsize,
@@ -35,8 +34,11 @@ pub(crate) struct Tidying {
 impl Tidying {
     pub(crate) fn new(client: Arc<ClientTidyUps>) -> Self {
         Tidying {
+            under_way: AtomicUsize::new(0),
+            by_owner: Mutex::default(),
+            ended: Notify::new(),
+            ended_blocking: Condvar::new(),
             client,
-            ..Tidying::default()
         }
     }
 }
