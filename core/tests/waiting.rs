@@ -3,7 +3,7 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use redlock_core::{ContentionAlert, Error, Owner};
@@ -418,4 +418,60 @@ async fn close_ends_a_waiter_whose_attempt_waits_for_redis() {
         "{info:?}"
     );
     assert_eq!(held.release(&other).await.unwrap(), 0);
+}
+
+const THREE_S_LEASE: Option<Duration> = Some(Duration::from_secs(3));
+
+/// A waiting acquire future polled on a runtime and dropped by a thread outside it (here the
+/// plain test thread, after `Runtime::block_on` returned): the drop must still withdraw the
+/// waiter and give back a lock granted to it meanwhile, not leave it held for the lease.
+#[test]
+fn a_waiting_acquire_dropped_outside_the_runtime_leaves_nothing() {
+    let server = RedisServer::start();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (holder_client, client) =
+        rt.block_on(async { (connect(&server).await, connect(&server).await) });
+    let name = "dropped-off-runtime";
+    let holder_lock = holder_client.lock(name).unwrap();
+    let lock = client.lock(name).unwrap();
+    let (holder, x, y) = (Owner::random(), Owner::random(), Owner::random());
+    rt.block_on(holder_lock.acquire(&holder, NOW, THREE_S_LEASE))
+        .unwrap();
+
+    // X waits (announced, subscribed); its future is owned by this plain thread.
+    let mut x_acquire = Box::pin(lock.acquire(&x, None, THREE_S_LEASE));
+    rt.block_on(async {
+        assert!(tokio::time::timeout(ms(300), &mut x_acquire).await.is_err());
+    });
+    // Y waits behind X, on the other client.
+    let y_lock = holder_client.lock(name).unwrap();
+    let y_task = rt.spawn({
+        let (l, o) = (y_lock.clone(), y.clone());
+        async move {
+            let h = l
+                .acquire(&o, Some(Duration::from_secs(10)), THREE_S_LEASE)
+                .await;
+            (h, Instant::now())
+        }
+    });
+    std::thread::sleep(ms(100));
+    // The release grants the lock to X, whose future nobody polls any more.
+    let released_at = Instant::now();
+    rt.block_on(holder_lock.release(&holder)).unwrap();
+    std::thread::sleep(ms(50));
+    drop(x_acquire); // outside any runtime context
+
+    let (hold, got_at) = rt.block_on(y_task).unwrap();
+    hold.unwrap();
+    let waited = got_at - released_at;
+    rt.block_on(y_lock.release(&y)).unwrap();
+    assert!(
+        waited < ms(1000),
+        "Y waited {waited:?} for the lock granted to the dropped X (lease {THREE_S_LEASE:?})"
+    );
+    assert_eq!(lock_keys(&server), Vec::<String>::new(), "left in Redis");
 }

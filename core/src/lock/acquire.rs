@@ -503,6 +503,9 @@ struct Announcement<'a> {
     owner: &'a Owner,
     waiter: &'a str,
     armed: bool,
+    /// The runtime the acquire runs on: the future may be dropped by a thread outside it (as
+    /// `InFlightAttempt` keeps its own for the same reason).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl<'a> Announcement<'a> {
@@ -512,6 +515,7 @@ impl<'a> Announcement<'a> {
             owner,
             waiter,
             armed: false,
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -535,7 +539,7 @@ impl Drop for Announcement<'_> {
             let lock = self.lock.clone();
             let token = self.owner.token().to_owned();
             let waiter = self.waiter.to_owned();
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            if let Some(runtime) = &self.runtime {
                 let ticket = lock.tidy_ticket(&token);
                 runtime.spawn(async move {
                     let _ = withdraw(&lock, &token, &waiter).await;
