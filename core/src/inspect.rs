@@ -36,9 +36,9 @@ pub struct LockInfo {
     pub holders: Vec<HolderInfo>,
     /// All live holders, even those past the listing limit.
     pub holder_count: u64,
-    /// Writers announced as waiting (their registration has not run out).
+    /// Writers announced as waiting (their registration has not run out), one per waiting call.
     pub waiting_writers: u64,
-    /// Readers announced as waiting.
+    /// Readers announced as waiting, one per waiting call (one owner may wait in several).
     pub waiting_readers: u64,
     /// Time until the last lease of the name ends (`None` when free).
     pub lease_left: Option<Duration>,

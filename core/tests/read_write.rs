@@ -3,8 +3,8 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -441,4 +441,81 @@ async fn inspect_counts_a_waiting_reader_after_a_readers_turn_ended() {
         info.waiting_readers, 1,
         "a live waiting reader is not counted: {info:?}"
     );
+}
+
+const THREE_S_LEASE: Option<Duration> = Some(Duration::from_secs(3));
+
+/// One owner waits for read in two calls (two clients: the token is shared, as the contract
+/// allows); one call is cancelled. The other still waits through the write, so it must have the
+/// readers' turn before the writer that queued after it. (With a different owner cancelled,
+/// it does.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_read_wait_does_not_withdraw_the_same_owners_other_wait() {
+    let server = RedisServer::start();
+    let mut cs = Vec::new();
+    for _ in 0..4 {
+        cs.push(connect(&server).await);
+    }
+    let mut failures = 0;
+    let runs = 10;
+    for run in 0..runs {
+        let name = format!("same-owner-read-{run}");
+        let writer_lock = cs[0].lock(&name).unwrap();
+        let w = Owner::random();
+        writer_lock.acquire(&w, NOW, THREE_S_LEASE).await.unwrap();
+        let r = Owner::random();
+        let t1 = {
+            let (rw, r) = (cs[1].read_write_lock(&name).unwrap(), r.clone());
+            tokio::spawn(async move { rw.read().acquire(&r, None, THREE_S_LEASE).await })
+        };
+        tokio::time::sleep(ms(30)).await;
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let t2 = {
+            let (rw, r, order) = (
+                cs[2].read_write_lock(&name).unwrap(),
+                r.clone(),
+                order.clone(),
+            );
+            tokio::spawn(async move {
+                rw.read()
+                    .acquire(&r, Some(Duration::from_secs(10)), THREE_S_LEASE)
+                    .await
+                    .unwrap();
+                order.lock().unwrap().push("reader");
+                tokio::time::sleep(ms(20)).await;
+                rw.read().release(&r).await.unwrap();
+            })
+        };
+        tokio::time::sleep(ms(30)).await;
+        let w2_task = {
+            let (l, order) = (cs[3].lock(&name).unwrap(), order.clone());
+            tokio::spawn(async move {
+                let w2 = Owner::random();
+                l.acquire(&w2, Some(Duration::from_secs(10)), THREE_S_LEASE)
+                    .await
+                    .unwrap();
+                order.lock().unwrap().push("writer");
+                tokio::time::sleep(ms(20)).await;
+                l.release(&w2).await.unwrap();
+            })
+        };
+        tokio::time::sleep(ms(30)).await;
+        t1.abort(); // the owner's first read wait is cancelled
+        let _ = t1.await;
+        tokio::time::sleep(ms(20)).await;
+        writer_lock.release(&w).await.unwrap();
+        t2.await.unwrap();
+        w2_task.await.unwrap();
+        let order = order.lock().unwrap().clone();
+        if order != ["reader", "writer"] {
+            eprintln!("run {run}: order {order:?}");
+            failures += 1;
+        }
+    }
+    assert_eq!(
+        failures, 0,
+        "{failures} of {runs} runs let the later writer in first"
+    );
+    tokio::time::sleep(ms(300)).await;
+    assert_eq!(lock_keys(&server), Vec::<String>::new(), "left in Redis");
 }

@@ -103,7 +103,7 @@ local function conflict()
     if mode == 'w' then
       announce_writer(waiter, wait_ms, ARGV[2], waiters % 2 == 1)
     else
-      announce(WR, 'r:' .. tok, wait_ttl)
+      announce(WR, 'r:' .. waiter, wait_ttl) -- per call: two calls of one owner may wait
     end
     -- A writer's release then looks at the waiting sets (see prelude.lua).
     if writer and not flagged then redis.call('HSET', H, 'q', '1') end
@@ -172,6 +172,7 @@ if writer and writer ~= tok then return conflict() end
 if my_read then
   local member = 'r:' .. tok
   local count = redis.call('HINCRBY', H, 'rc:' .. tok, 1)
+  reader_done(waiter) -- this call may have waited while another of its owner got in
   if tonumber(redis.call('ZSCORE', Z, member)) < now() + lease then
     redis.call('ZADD', Z, now() + lease, member)
     refresh_ttl()
@@ -196,6 +197,6 @@ local fence = string.format('%d', drawn)
 redis.call('HSET', H, 'rc:' .. tok, '1', 'rf:' .. tok, fence, 'rm:' .. tok, meta)
 redis.call('HINCRBY', H, 'n', 1)
 redis.call('ZADD', Z, now() + lease, 'r:' .. tok)
-reader_done(tok)
+reader_done(waiter)
 refresh_ttl()
 return fence .. ':1'

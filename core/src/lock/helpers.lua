@@ -94,10 +94,10 @@ local function readers_turn()
   return waiters >= 2 and redis.call('ZSCORE', WR, 'turn') ~= false
 end
 
--- A reader stops waiting; the readers' turn ends with the last of them.
-local function reader_done(tok)
+-- A reader's call (waiter id) stops waiting; the readers' turn ends with the last of them.
+local function reader_done(waiter)
   if waiters < 2 then return end
-  redis.call('ZREM', WR, 'r:' .. tok)
+  redis.call('ZREM', WR, 'r:' .. waiter)
   if waiting_readers() == 0 then redis.call('DEL', WR) end
 end
 

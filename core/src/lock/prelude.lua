@@ -1,8 +1,9 @@
 -- Shared by every lock script (prepended at build time). Layout: see src/keys.rs.
 -- KEYS[1] state hash H, KEYS[2] holder expiries zset Z, KEYS[3] waiting writers zset W
 -- (waiter ids 'N:T' scored by arrival µs: the queue order), KEYS[4] waiting readers zset WR
--- (members 'r:T', plus 'turn' while readers have their turn), KEYS[5] hash WI of the waiting
--- writers' 'expiry:lease:metadata', KEYS[6] the slot's fencing counter FENCE.
+-- (members 'r:N:T', one per waiting call as in W, plus 'turn' while readers have their turn),
+-- KEYS[5] hash WI of the waiting writers' 'expiry:lease:metadata', KEYS[6] the slot's fencing
+-- counter FENCE.
 --
 -- Model: H exists exactly while someone holds the lock. A lone writer's lease is H's TTL and
 -- Z does not exist. While readers hold, Z scores each reader's lease end (and the writer's,

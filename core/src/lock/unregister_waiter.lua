@@ -21,7 +21,7 @@ if mode == 'w' then
   elseif queued and redis.call('EXISTS', W) == 0 then
     redis.call('PUBLISH', channel, 'released')
   end
-elseif redis.call('ZREM', WR, 'r:' .. tok) == 1 and waiting_readers() == 0 then
+elseif redis.call('ZREM', WR, 'r:' .. waiter) == 1 and waiting_readers() == 0 then
   local turn = redis.call('ZSCORE', WR, 'turn')
   redis.call('DEL', WR)
   if turn then redis.call('PUBLISH', channel, 'released') end

@@ -254,15 +254,18 @@ async fn the_first_reader_out_does_not_end_the_readers_turn_with_a_grant() {
     announce(&write, "w", "gone-3:w", 10_000).await;
     let (r1, r2, w) = (owner("r1"), owner("r2"), owner("w"));
 
-    // The writer's release gives the readers that waited their turn.
+    // The writer's release gives the readers that waited their turn; each comes back as the
+    // call that waited (a reader is announced per call, not per owner).
     write.release(&holder).await.unwrap();
-    hold_now(&read, &r1).await;
+    let attempt = attempt_as(&read, &r1, "gone-1:r1").await;
+    assert!(matches!(attempt, Attempt::Acquired { .. }));
     read.release(&r1).await.unwrap();
     assert_eq!(write.hold_count(&w).await.unwrap(), 0);
     assert!(!write.is_locked().await.unwrap());
 
     // The turn ends with its last reader in; its release grants the lock to the writer.
-    hold_now(&read, &r2).await;
+    let attempt = attempt_as(&read, &r2, "gone-2:r2").await;
+    assert!(matches!(attempt, Attempt::Acquired { .. }));
     read.release(&r2).await.unwrap();
     assert_eq!(write.hold_count(&w).await.unwrap(), 1);
 }
@@ -287,7 +290,8 @@ async fn a_grant_given_back_while_readers_wait_gives_them_their_turn() {
     // x gives up: the reader's turn, not y's grant.
     withdraw(&write, "x", "gone-1:x").await.unwrap();
     assert_eq!(write.hold_count(&y).await.unwrap(), 0);
-    hold_now(&read, &r).await;
+    let attempt = attempt_as(&read, &r, "gone-3:r").await;
+    assert!(matches!(attempt, Attempt::Acquired { .. }));
     read.release(&r).await.unwrap();
     assert_eq!(write.hold_count(&y).await.unwrap(), 1);
 }
