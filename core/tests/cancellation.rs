@@ -1,7 +1,7 @@
-//! Cancellation safety of acquire under contention (seeded; `SEEDS=n` runs more). Waiters' acquire futures are dropped
-//! at random moments (timeouts, select!, aborted tasks); afterwards Redis must hold nothing of
-//! theirs, no hold of theirs may be kept, owners' hold counts must be exact and live waiters
-//! must not wait for a lease to run out.
+//! Cancellation safety of acquire under contention (seeded; `SEEDS=n` runs more). Waiters'
+//! acquire futures are dropped at random moments (timeouts, select!, aborted tasks); afterwards
+//! Redis must hold nothing of theirs, no hold of theirs may be kept, owners' hold counts must be
+//! exact and live waiters must not wait for a lease to run out.
 
 mod common;
 
