@@ -1,4 +1,4 @@
-//! Cancellation safety of acquire under contention (seeded; `SEEDS=n` runs more). Waiters'
+//! Cancellation safety of acquire under contention (seeded; `SEEDS=n` runs more, from `SEED0`). Waiters'
 //! acquire futures are dropped at random moments (timeouts, select!, aborted tasks); afterwards
 //! Redis must hold nothing of theirs, no hold of theirs may be kept, owners' hold counts must be
 //! exact and live waiters must not wait for a lease to run out.
@@ -32,6 +32,13 @@ impl Rng {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+}
+
+/// The seeds to run: `SEEDS` of them (else `default`) from `SEED0` (else 1).
+fn seeds(default: u64) -> std::ops::Range<u64> {
+    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
+    let first = var("SEED0").unwrap_or(1);
+    first..first + var("SEEDS").unwrap_or(default)
 }
 
 async fn spin_us(us: u64) {
@@ -259,16 +266,8 @@ async fn exclusive_round(
 async fn exclusive_with_cancelled_waiters_and_reentries() {
     let server = Arc::new(RedisServer::start());
     let clients = clients(&server, 3).await;
-    let seeds: u64 = std::env::var("SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10);
-    let first: u64 = std::env::var("SEED0")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
     let mut failures = Vec::new();
-    for seed in first..first + seeds {
+    for seed in seeds(10) {
         if let Err(e) = exclusive_round(&server, &clients, seed).await {
             eprintln!("seed {seed}: {e}");
             failures.push(seed);
@@ -344,17 +343,9 @@ async fn grant_round(
 async fn a_waiter_dropped_as_its_grant_arrives() {
     let server = Arc::new(RedisServer::start());
     let clients = clients(&server, 3).await;
-    let seeds: u64 = std::env::var("SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(50);
-    let first: u64 = std::env::var("SEED0")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
     let mut failures = Vec::new();
     let mut worst = Duration::ZERO;
-    for seed in first..first + seeds {
+    for seed in seeds(50) {
         match grant_round(&server, &clients, seed).await {
             Ok(l) => worst = worst.max(l),
             Err(e) => {
@@ -469,16 +460,8 @@ async fn rw_round(
 async fn read_write_with_cancelled_waiters_and_reentries() {
     let server = Arc::new(RedisServer::start());
     let clients = clients(&server, 3).await;
-    let seeds: u64 = std::env::var("SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10);
-    let first: u64 = std::env::var("SEED0")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
     let mut failures = Vec::new();
-    for seed in first..first + seeds {
+    for seed in seeds(10) {
         if let Err(e) = rw_round(&server, &clients, seed).await {
             eprintln!("seed {seed}: {e}");
             failures.push(seed);
@@ -584,147 +567,12 @@ async fn order_round(
 async fn live_waiters_keep_their_order_around_dropped_ones() {
     let server = Arc::new(RedisServer::start());
     let clients = clients(&server, 3).await;
-    let seeds: u64 = std::env::var("SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
-    let first: u64 = std::env::var("SEED0")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
     let mut failures = Vec::new();
-    for seed in first..first + seeds {
+    for seed in seeds(20) {
         if let Err(e) = order_round(&server, &clients, seed).await {
             eprintln!("seed {seed}: {e}");
             failures.push(seed);
         }
     }
     assert!(failures.is_empty(), "failing seeds: {failures:?}");
-}
-
-/// A waiting acquire future polled on a runtime and dropped by a thread outside it (a plain
-/// `#[test]` thread; `Runtime::block_on` returned): the drop must still withdraw the waiter and
-/// give back a lock granted to it meanwhile. The in-flight attempt keeps the runtime handle
-/// for this (in_flight.rs); the announcement does not.
-#[test]
-fn a_waiting_acquire_dropped_outside_the_runtime_leaves_nothing() {
-    let server = RedisServer::start();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (holder_client, client) =
-        rt.block_on(async { (connect(&server).await, connect(&server).await) });
-    let name = "dropped-off-runtime";
-    let holder_lock = holder_client.lock(name).unwrap();
-    let lock = client.lock(name).unwrap();
-    let (holder, x, y) = (Owner::random(), Owner::random(), Owner::random());
-    rt.block_on(holder_lock.acquire(&holder, NOW, LEASE))
-        .unwrap();
-
-    // X waits (announced, subscribed), its future owned by this plain thread.
-    let mut x_acquire = Box::pin(lock.acquire(&x, None, LEASE));
-    rt.block_on(async {
-        assert!(tokio::time::timeout(ms(300), &mut x_acquire).await.is_err());
-    });
-    // Y waits behind X, on another client.
-    let y_lock = holder_client.lock(name).unwrap();
-    let y_task = rt.spawn({
-        let (l, o) = (y_lock.clone(), y.clone());
-        async move {
-            let h = l.acquire(&o, Some(Duration::from_secs(10)), LEASE).await;
-            (h, Instant::now())
-        }
-    });
-    std::thread::sleep(ms(100));
-    // The release grants the lock to X, whose future is not polled any more.
-    let released_at = Instant::now();
-    rt.block_on(holder_lock.release(&holder)).unwrap();
-    std::thread::sleep(ms(50));
-    // X's acquire is dropped here, outside any runtime context.
-    drop(x_acquire);
-
-    let (hold, got_at) = rt.block_on(y_task).unwrap();
-    hold.unwrap();
-    let waited = got_at - released_at;
-    rt.block_on(y_lock.release(&y)).unwrap();
-    assert!(
-        waited < ms(1000),
-        "Y waited {waited:?} for the lock given to the dropped X (its lease: {LEASE:?})"
-    );
-    let left = lock_keys(&server);
-    assert!(left.is_empty(), "left in Redis: {left:?}");
-}
-
-/// One owner waits for read in two calls (two clients: the token is shared); one is cancelled.
-/// The other still waited through the write, so it must have its readers' turn before the
-/// writer that queued after it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cancelled_read_wait_does_not_withdraw_the_same_owners_other_wait() {
-    let server = Arc::new(RedisServer::start());
-    let cs = clients(&server, 4).await;
-    let mut failures = 0;
-    let runs = 10;
-    for run in 0..runs {
-        let name = format!("same-owner-read-{run}");
-        let writer_lock = cs[0].lock(&name).unwrap();
-        let w = Owner::random();
-        writer_lock.acquire(&w, NOW, LEASE).await.unwrap();
-        let r = Owner::random();
-        let same = std::env::var("CONTROL").is_err();
-        let t1 = {
-            let r1 = if same { r.clone() } else { Owner::random() };
-            let (rw, r) = (cs[1].read_write_lock(&name).unwrap(), r1);
-            tokio::spawn(async move { rw.read().acquire(&r, None, LEASE).await })
-        };
-        tokio::time::sleep(ms(30)).await;
-        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let t2 = {
-            let (rw, r, order) = (
-                cs[2].read_write_lock(&name).unwrap(),
-                r.clone(),
-                order.clone(),
-            );
-            tokio::spawn(async move {
-                rw.read()
-                    .acquire(&r, Some(Duration::from_secs(10)), LEASE)
-                    .await
-                    .unwrap();
-                order.lock().unwrap().push("reader");
-                tokio::time::sleep(ms(20)).await;
-                rw.read().release(&r).await.unwrap();
-            })
-        };
-        tokio::time::sleep(ms(30)).await;
-        let w2_task = {
-            let (l, order) = (cs[3].lock(&name).unwrap(), order.clone());
-            tokio::spawn(async move {
-                let w2 = Owner::random();
-                l.acquire(&w2, Some(Duration::from_secs(10)), LEASE)
-                    .await
-                    .unwrap();
-                order.lock().unwrap().push("writer");
-                tokio::time::sleep(ms(20)).await;
-                l.release(&w2).await.unwrap();
-            })
-        };
-        tokio::time::sleep(ms(30)).await;
-        t1.abort();
-        let _ = t1.await;
-        tokio::time::sleep(ms(20)).await;
-        writer_lock.release(&w).await.unwrap();
-        t2.await.unwrap();
-        w2_task.await.unwrap();
-        let order = order.lock().unwrap().clone();
-        if order != ["reader", "writer"] {
-            eprintln!("run {run}: order {order:?}");
-            failures += 1;
-        }
-        assert!(leftovers(&server, &name, ms(600)).await.is_empty());
-    }
-    assert_eq!(
-        failures, 0,
-        "{failures} of {runs} runs let the later writer in first"
-    );
 }
