@@ -1,7 +1,7 @@
-//! Cancellation safety of acquire under contention (seeded; `SEEDS=n` runs more, from `SEED0`). Waiters'
-//! acquire futures are dropped at random moments (timeouts, select!, aborted tasks); afterwards
-//! Redis must hold nothing of theirs, no hold of theirs may be kept, owners' hold counts must be
-//! exact and live waiters must not wait for a lease to run out.
+//! Cancellation safety of acquire under contention (seeded; `SEEDS=n` runs more, from
+//! `SEED0`). Waiters' acquire futures are dropped at random moments (timeouts, select!, aborted
+//! tasks); afterwards Redis must hold nothing of theirs, no hold of theirs may be kept, owners'
+//! hold counts must be exact and live waiters must not wait for a lease to run out.
 
 mod common;
 
@@ -117,6 +117,45 @@ async fn leftovers(server: &RedisServer, name: &str, within: Duration) -> Vec<St
         }
         tokio::time::sleep(ms(20)).await;
     }
+}
+
+/// Waits for a round's tasks, then for the name's keys to be gone (up to `within`).
+async fn finish(
+    server: &RedisServer,
+    name: &str,
+    tasks: Vec<tokio::task::JoinHandle<std::result::Result<(), String>>>,
+    within: Duration,
+) -> std::result::Result<(), String> {
+    let mut first_err = None;
+    for t in tasks {
+        if let Err(e) = t.await.unwrap() {
+            first_err.get_or_insert(e);
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    let left = leftovers(server, name, within).await;
+    if !left.is_empty() {
+        return Err(format!("leftover keys {left:?}\n{}", dump(server, name)));
+    }
+    Ok(())
+}
+
+/// Runs `round` for every seed (see [`seeds`]) and fails with those that failed.
+async fn every_seed<F, Fut>(default: u64, mut round: F)
+where
+    F: FnMut(u64) -> Fut,
+    Fut: Future<Output = std::result::Result<(), String>>,
+{
+    let mut failures = Vec::new();
+    for seed in seeds(default) {
+        if let Err(e) = round(seed).await {
+            eprintln!("seed {seed}: {e}");
+            failures.push(seed);
+        }
+    }
+    assert!(failures.is_empty(), "failing seeds: {failures:?}");
 }
 
 async fn clients(server: &RedisServer, n: usize) -> Vec<Client> {
@@ -246,34 +285,14 @@ async fn exclusive_round(
             }));
         }
     }
-    let mut first_err = None;
-    for t in tasks {
-        if let Err(e) = t.await.unwrap() {
-            first_err.get_or_insert(e);
-        }
-    }
-    if let Some(e) = first_err {
-        return Err(e);
-    }
-    let left = leftovers(server, &name, ms(600)).await;
-    if !left.is_empty() {
-        return Err(format!("leftover keys {left:?}\n{}", dump(server, &name)));
-    }
-    Ok(())
+    finish(server, &name, tasks, ms(600)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exclusive_with_cancelled_waiters_and_reentries() {
     let server = Arc::new(RedisServer::start());
     let clients = clients(&server, 3).await;
-    let mut failures = Vec::new();
-    for seed in seeds(10) {
-        if let Err(e) = exclusive_round(&server, &clients, seed).await {
-            eprintln!("seed {seed}: {e}");
-            failures.push(seed);
-        }
-    }
-    assert!(failures.is_empty(), "failing seeds: {failures:?}");
+    every_seed(10, |seed| exclusive_round(&server, &clients, seed)).await;
 }
 
 /// The grant on its way: a holder releases while a queued waiter X (first in line) is dropped a
@@ -440,34 +459,14 @@ async fn rw_round(
             }));
         }
     }
-    let mut first_err = None;
-    for t in tasks {
-        if let Err(e) = t.await.unwrap() {
-            first_err.get_or_insert(e);
-        }
-    }
-    if let Some(e) = first_err {
-        return Err(e);
-    }
-    let left = leftovers(server, &name, ms(1500)).await;
-    if !left.is_empty() {
-        return Err(format!("leftover keys {left:?}\n{}", dump(server, &name)));
-    }
-    Ok(())
+    finish(server, &name, tasks, ms(1500)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_write_with_cancelled_waiters_and_reentries() {
     let server = Arc::new(RedisServer::start());
     let clients = clients(&server, 3).await;
-    let mut failures = Vec::new();
-    for seed in seeds(10) {
-        if let Err(e) = rw_round(&server, &clients, seed).await {
-            eprintln!("seed {seed}: {e}");
-            failures.push(seed);
-        }
-    }
-    assert!(failures.is_empty(), "failing seeds: {failures:?}");
+    every_seed(10, |seed| rw_round(&server, &clients, seed)).await;
 }
 
 /// Live writers queued in order with cancelled writers between them; each cancelled one is
@@ -567,12 +566,5 @@ async fn order_round(
 async fn live_waiters_keep_their_order_around_dropped_ones() {
     let server = Arc::new(RedisServer::start());
     let clients = clients(&server, 3).await;
-    let mut failures = Vec::new();
-    for seed in seeds(20) {
-        if let Err(e) = order_round(&server, &clients, seed).await {
-            eprintln!("seed {seed}: {e}");
-            failures.push(seed);
-        }
-    }
-    assert!(failures.is_empty(), "failing seeds: {failures:?}");
+    every_seed(20, |seed| order_round(&server, &clients, seed)).await;
 }
