@@ -360,7 +360,12 @@ impl ClientInner {
 
     /// Runs a ready-made `EVALSHA` of `script` under the command timeout (behind a `PING` with
     /// `ping_first`), loading the script once if the server does not know it (a restart or
-    /// failover forgets scripts).
+    /// failover forgets scripts). Only for calls that may run twice (renewals): one that meets a
+    /// dead command connection (the server closed it while idle, by its `timeout` or a kill) is
+    /// sent once more, on the connection the manager opens on that failure. Without this, a
+    /// server `timeout` shorter than the watchdog's period failed every renewal, on a connection
+    /// idle since the last one, until the holds expired unreported. Both tries share one
+    /// command timeout.
     pub(crate) async fn eval_cmd<T: redis::FromRedisValue>(
         &self,
         script: &redis::Script,
@@ -368,18 +373,16 @@ impl ClientInner {
         ping_first: bool,
     ) -> Result<T> {
         let connection = self.command_connection()?;
-        self.eval_on(connection, script, call, ping_first).await
-    }
-
-    async fn eval_on<T: redis::FromRedisValue>(
-        &self,
-        mut connection: impl redis::aio::ConnectionLike,
-        script: &redis::Script,
-        call: &redis::Cmd,
-        ping_first: bool,
-    ) -> Result<T> {
-        let call = crate::lock::calls::eval_async(&mut connection, script, call, ping_first);
-        self.bounded(call).await
+        let eval = crate::lock::calls::eval_async;
+        let twice = async {
+            match eval(&mut connection.clone(), script, call, ping_first).await {
+                Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                    eval(&mut connection.clone(), script, call, ping_first).await
+                }
+                other => other,
+            }
+        };
+        self.bounded(twice).await
     }
 
     /// The command connection itself, with no timeout or closed check: for a call that keeps
