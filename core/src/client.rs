@@ -366,7 +366,7 @@ impl ClientInner {
     /// server `timeout` shorter than the watchdog's period failed every renewal, on a connection
     /// idle since the last one, until the holds expired unreported. Both tries share one
     /// command timeout.
-    pub(crate) async fn eval_cmd<T: redis::FromRedisValue>(
+    pub(crate) async fn eval_rerunnable<T: redis::FromRedisValue>(
         &self,
         script: &redis::Script,
         call: &redis::Cmd,

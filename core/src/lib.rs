@@ -17,8 +17,9 @@
 //!   last of them is in, at most four re-check intervals (1 s by default), and a reader that
 //!   arrives during it may join it.
 //! - **Leases**: a hold without a lease is renewed by one watchdog task per client (every
-//!   lease/3, batched); a hold the watchdog finds gone is reported lost. Each reader's share has
-//!   its own lease.
+//!   lease/3, batched); a hold the watchdog finds gone is reported lost, and so is one whose
+//!   lease has passed since the last renewal that worked (Redis unreachable or refusing: it has
+//!   let the hold expire), at the first tick after. Each reader's share has its own lease.
 //! - **One round trip** per acquire attempt and per release (one Lua script each), made on one
 //!   of a few direct connections of the client when one is idle (the caller writes and reads
 //!   the socket itself), else on the shared multiplexed connection. Waiting is by pub/sub
@@ -33,7 +34,9 @@
 //!   write (and exclusive) holds strictly increase, also across free periods. The counter is
 //!   shared by all names of a Redis Cluster hash slot (at most 16 384 counter keys ever).
 //!   It can move backwards only if Redis loses data: a failover to a replica that missed the
-//!   increment, or a restart without persistence. Compare tokens only within one Redis lifetime.
+//!   increment, a restart without persistence, or an `allkeys-*` `maxmemory-policy` that evicts
+//!   the counter (it has no TTL, so `noeviction` and the `volatile-*` policies never take it).
+//!   Compare tokens only within one Redis lifetime.
 //!   Tokens stop at 2^53 − 1, the last that Redis' Lua (whose numbers are doubles) counts
 //!   exactly: once a slot's counter reaches it, acquisitions there fail with [`Error::Redis`]
 //!   (`FENCESPENT`) and releases grant nobody the lock, rather than repeat a token.
@@ -41,7 +44,9 @@
 //!   [`Error::Connection`], never a hang. Idle connections the server closed (its idle
 //!   `timeout`, a restart) fail no call: the direct ones are looked at before each use, and the
 //!   command connection is pinged every 30 s ([`ClientBuilder::ping_interval`]), which keeps
-//!   it open and replaces it after a restart.
+//!   it open and replaces it after a restart. A server `timeout` shorter than the ping interval
+//!   may still close the command connection between two calls: a call of one's own then fails
+//!   once, while the watchdog's renewals, which may run twice, are sent again at once.
 //!
 //! Keys: see [`keys`] for the layout (every key of a name in one cluster slot). The scripts need
 //! Redis 5.0 or later and use nothing newer (a test keeps it so).

@@ -279,3 +279,45 @@ async fn a_fixed_lease_hold_that_draws_the_fence_of_a_hold_a_restart_lost_is_not
     })
     .await;
 }
+
+/// Redis gone (killed, not restarted): no renewal works, so once a whole lease has passed since
+/// the last one that did, Redis has let the hold expire (were it reachable, anyone could take
+/// the lock). The hold is reported lost then, once, rather than kept as held for as long as
+/// Redis stays away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_hold_is_reported_lost_once_its_lease_passes_without_a_working_renewal() {
+    limited(async {
+        let mut server = RedisServer::start();
+        let lease = ms(1_500);
+        let (client, events) = recording_losses(&server, lease).await;
+        let lock = client.lock("unrenewable").unwrap();
+        let owner = Owner::random();
+        let hold = lock.acquire(&owner, NOW, None).await.unwrap();
+        just_after_a_tick(&client).await;
+        let stopped = std::time::Instant::now();
+        server.stop();
+        // The last renewal that worked was at most a tick (lease/3) before the stop.
+        let deadline = lease + lease / 3 + ms(1_000);
+        while !hold.is_lost() && stopped.elapsed() < deadline + ms(2_000) {
+            tokio::time::sleep(ms(20)).await;
+        }
+        let after = stopped.elapsed();
+        assert!(
+            hold.is_lost(),
+            "not reported lost {after:?} after Redis went away"
+        );
+        assert!(
+            after <= deadline,
+            "reported lost only {after:?} after Redis went away"
+        );
+        // Not before the lease set by the last renewal that worked (just before the stop).
+        assert!(
+            after >= lease - ms(200),
+            "reported lost {after:?} after Redis went away: too soon"
+        );
+        tokio::time::sleep(ms(600)).await;
+        assert_eq!(events.lock().unwrap().len(), 1, "reported once");
+        assert_eq!(client.watched_holds(), 0);
+    })
+    .await;
+}

@@ -16,6 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::client::ClientInner;
 use crate::keys::LockKeys;
@@ -67,6 +68,8 @@ struct WatchEntry {
     /// Releases of this hold under way. A renewal that finds the hold gone meanwhile does not
     /// call it lost: the release may be what ended it, and its reply says.
     releasing: u32,
+    /// When an acquire of it (the first or a re-entry) last answered: it set the lease then.
+    acquired_at: Instant,
 }
 
 impl Drop for WatchEntry {
@@ -90,6 +93,9 @@ pub(crate) struct Watchdog {
     renew_calls: AtomicU64,
     /// Set by `stop` (under the entries' lock): a hold tracked after it is lost at once.
     stopped: AtomicBool,
+    /// Trackings whose renewals failed (Redis unreachable or refusing), by id, with the last
+    /// moment Redis surely set their lease (see `renewals_failed`). Empty while renewals work.
+    unconfirmed: Mutex<HashMap<u64, Instant>>,
 }
 
 impl WatchKey {
@@ -151,6 +157,7 @@ impl Watchdog {
             fence,
             made,
             releasing: 0,
+            acquired_at: Instant::now(),
         };
         match entries.entry(key) {
             Entry::Occupied(mut tracked) => {
@@ -165,6 +172,7 @@ impl Watchdog {
                 } else {
                     // A re-entry tracked before the acquire that made the hold, or after it.
                     kept.made |= made;
+                    kept.acquired_at = Instant::now();
                 }
                 (tracked.get().lost.clone(), replaced)
             }
@@ -291,6 +299,65 @@ impl Watchdog {
         for (key, entry) in self.take_renewals_gone(ids) {
             self.lost(client, key, entry);
         }
+    }
+
+    /// Whether some tracking's renewals are failing (see `renewals_checked`).
+    fn any_unconfirmed(&self) -> bool {
+        !self.unconfirmed.lock().unwrap().is_empty()
+    }
+
+    /// Renewals of the trackings `failed` got no answer or an error this tick (`tick`, started
+    /// after `previous` did). A hold's lease was last surely set by its acquire or by the last
+    /// tick whose renewal of it worked, which started no earlier than `previous`: once `lease`
+    /// has passed since then, Redis has let it expire, unless someone else renewed it, so it is
+    /// reported lost rather than kept as held while nothing keeps it. (Erring early by at most
+    /// a tick's length: a holder told too soon stops early, one told too late does not.)
+    /// `confirmed`: trackings whose renewal worked this tick.
+    fn renewals_checked(
+        &self,
+        client: &ClientInner,
+        failed: &[u64],
+        confirmed: &[u64],
+        previous: Option<Instant>,
+        lease: Duration,
+    ) {
+        let mut unconfirmed = self.unconfirmed.lock().unwrap();
+        if failed.is_empty() && unconfirmed.is_empty() {
+            return;
+        }
+        for id in confirmed {
+            unconfirmed.remove(id);
+        }
+        if !failed.is_empty() {
+            let entries = self.entries.lock().unwrap();
+            let failed: HashSet<u64> = failed.iter().copied().collect();
+            for entry in entries.values() {
+                let id = entry.renewal.id;
+                if failed.contains(&id) && !unconfirmed.contains_key(&id) {
+                    let set = previous.map_or(entry.acquired_at, |p| p.max(entry.acquired_at));
+                    unconfirmed.insert(id, set);
+                }
+            }
+            // Trackings that ended (released, replaced, lost) are forgotten.
+            let live: HashSet<u64> = entries.values().map(|e| e.renewal.id).collect();
+            unconfirmed.retain(|id, _| live.contains(id));
+        }
+        let now = Instant::now();
+        let expired: HashSet<u64> = unconfirmed
+            .iter()
+            .filter(|(_, set)| now.saturating_duration_since(**set) >= lease)
+            .map(|(id, _)| *id)
+            .collect();
+        if expired.is_empty() {
+            return;
+        }
+        unconfirmed.retain(|id, _| !expired.contains(id));
+        drop(unconfirmed);
+        tracing::warn!(
+            holds = expired.len(),
+            "watchdog: renewals failed for a whole lease; the holds are reported lost"
+        );
+        self.mark_lost(client, &expired);
     }
 
     /// Takes the holds a renewal found gone out of tracking (see `mark_lost`).

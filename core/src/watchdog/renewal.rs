@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{BATCH, WatchKey};
 use crate::client::ClientInner;
@@ -84,6 +84,8 @@ pub(crate) async fn run(client: Weak<ClientInner>, period: Duration) {
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await;
+    // When the last tick started: its renewals set their holds' leases no earlier.
+    let mut previous = None;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -92,11 +94,13 @@ pub(crate) async fn run(client: Weak<ClientInner>, period: Duration) {
         let Some(client) = client.upgrade() else {
             return;
         };
-        renew_all(&client).await;
+        let started = Instant::now();
+        renew_all(&client, previous).await;
+        previous = Some(started);
     }
 }
 
-async fn renew_all(client: &ClientInner) {
+async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
     let mut holds = client.watchdog.snapshot();
     // A standalone server takes keys of any slot in one script; a cluster node would not.
     if client.cluster_mode {
@@ -105,22 +109,38 @@ async fn renew_all(client: &ClientInner) {
     let same_group = |a: &Renewal, b: &Renewal| !client.cluster_mode || a.slot == b.slot;
     let lease_ms = client.config.lease.as_millis() as u64;
     let mut lost = HashSet::new();
+    // Ids only while something fails (the common tick collects nothing).
+    let (mut failed, mut confirmed) = (Vec::new(), Vec::new());
+    let mut unreachable = false;
     for group in holds.chunk_by(same_group) {
         for batch in group.chunks(BATCH) {
+            if unreachable {
+                // The rest would wait for the same dead connection, each up to the timeout.
+                failed.extend(batch.iter().map(|hold| hold.id));
+                continue;
+            }
             client.watchdog.renew_calls.fetch_add(1, Ordering::Relaxed);
             match client
-                .eval_cmd::<Vec<u8>>(&SCRIPTS.renew, &renew_call(batch, lease_ms), false)
+                .eval_rerunnable::<Vec<u8>>(&SCRIPTS.renew, &renew_call(batch, lease_ms), false)
                 .await
             {
                 Ok(renewed) => {
+                    let failing = !failed.is_empty() || client.watchdog.any_unconfirmed();
                     for (hold, ok) in batch.iter().zip(renewed) {
                         if ok == b'0' {
                             lost.insert(hold.id);
+                        } else if failing {
+                            confirmed.push(hold.id);
                         }
                     }
                 }
-                // Renewal is retried next tick; a hold only counts as lost once Redis says so.
-                Err(err) => tracing::warn!(%err, holds = batch.len(), "watchdog renewal failed"),
+                // Retried next tick; a hold counts as lost once Redis says so, or once its
+                // lease has passed with no renewal that worked (`renewals_checked`).
+                Err(err) => {
+                    tracing::warn!(%err, holds = batch.len(), "watchdog renewal failed");
+                    unreachable = matches!(err, crate::Error::Connection(_));
+                    failed.extend(batch.iter().map(|hold| hold.id));
+                }
             }
         }
     }
@@ -128,6 +148,8 @@ async fn renew_all(client: &ClientInner) {
     if !lost.is_empty() {
         client.watchdog.mark_lost(client, &lost);
     }
+    let lease = client.config.lease;
+    (client.watchdog).renewals_checked(client, &failed, &confirmed, previous, lease);
 }
 
 /// The `EVALSHA` of renew.lua for one batch: a plain command, built in one buffer sized up
