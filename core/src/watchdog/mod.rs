@@ -94,7 +94,7 @@ pub(crate) struct Watchdog {
     /// Set by `stop` (under the entries' lock): a hold tracked after it is lost at once.
     stopped: AtomicBool,
     /// Trackings whose renewals failed (Redis unreachable or refusing), by id, with the last
-    /// moment Redis surely set their lease (see `renewals_failed`). Empty while renewals work.
+    /// moment Redis surely set their lease (see `renewals_checked`). Empty while renewals work.
     unconfirmed: Mutex<HashMap<u64, Instant>>,
 }
 
@@ -306,13 +306,14 @@ impl Watchdog {
         !self.unconfirmed.lock().unwrap().is_empty()
     }
 
-    /// Renewals of the trackings `failed` got no answer or an error this tick (`tick`, started
-    /// after `previous` did). A hold's lease was last surely set by its acquire or by the last
-    /// tick whose renewal of it worked, which started no earlier than `previous`: once `lease`
-    /// has passed since then, Redis has let it expire, unless someone else renewed it, so it is
-    /// reported lost rather than kept as held while nothing keeps it. (Erring early by at most
-    /// a tick's length: a holder told too soon stops early, one told too late does not.)
-    /// `confirmed`: trackings whose renewal worked this tick.
+    /// Renewals of the trackings `failed` got no answer or an error this tick; those of
+    /// `confirmed` worked. A hold whose renewal fails for the first time had its lease last set
+    /// by its acquire or by the tick before this one (which started at `previous`), whichever
+    /// came later; it is remembered with that moment until a renewal of it works. Once `lease`
+    /// has passed since then, Redis has let it expire (unless someone else renewed it), so it is
+    /// reported lost rather than kept as held while nothing keeps it. (`previous` is the start
+    /// of that tick, not the moment its call for this hold went: this errs early, by at most a
+    /// tick's length. A holder told too soon stops early; one told too late does not stop.)
     fn renewals_checked(
         &self,
         client: &ClientInner,
