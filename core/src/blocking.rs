@@ -47,8 +47,12 @@ static RUNTIME: AtomicPtr<ProcessRuntime> = AtomicPtr::new(ptr::null_mut());
 /// The runtime of this process (a new one after `fork()`; the old one is leaked, never dropped,
 /// because its threads are gone and dropping it would wait for them).
 pub fn runtime() -> &'static Runtime {
+    runtime_in(&RUNTIME)
+}
+
+fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> &'static Runtime {
     let pid = crate::inspect::process_id();
-    let current = RUNTIME.load(Ordering::Acquire);
+    let current = slot.load(Ordering::Acquire);
     // SAFETY: pointers stored in RUNTIME come from Box::leak and are never freed.
     if let Some(rt) = unsafe { current.as_ref() }
         && rt.pid == pid
@@ -62,13 +66,16 @@ pub fn runtime() -> &'static Runtime {
         .build()
         .expect("cannot start the redlock runtime");
     let fresh = Box::into_raw(Box::new(ProcessRuntime { pid, runtime }));
-    match RUNTIME.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+    match slot.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
         // SAFETY: just leaked above.
         Ok(_) => unsafe { &(*fresh).runtime },
         Err(winner) => {
-            // Another thread installed one first; ours was never used.
+            // Another thread installed one first; ours was never used. Shut down without
+            // waiting: this thread may be inside another runtime (a blocking call from async
+            // code), where dropping a runtime panics.
             // SAFETY: `fresh` came from Box::into_raw and was not published.
-            drop(unsafe { Box::from_raw(fresh) });
+            let unused = unsafe { Box::from_raw(fresh) };
+            unused.runtime.shutdown_background();
             // SAFETY: published pointers are leaked boxes.
             unsafe { &(*winner).runtime }
         }
@@ -434,4 +441,34 @@ pub fn wait_lost(hold: &Hold, timeout: Option<Duration>) -> bool {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Threads inside async code (a blocking call made from a task) race to make the process'
+    /// runtime: the losers' unused runtimes must not be dropped there (tokio panics).
+    #[test]
+    fn threads_inside_runtimes_racing_to_make_the_runtime_all_get_the_winner() {
+        static SLOT: AtomicPtr<ProcessRuntime> = AtomicPtr::new(ptr::null_mut());
+        let threads = 6;
+        let start = Arc::new(std::sync::Barrier::new(threads));
+        let racers: Vec<_> = (0..threads)
+            .map(|_| {
+                let start = start.clone();
+                std::thread::spawn(move || {
+                    let outer = tokio::runtime::Builder::new_current_thread()
+                        .build()
+                        .unwrap();
+                    outer.block_on(async {
+                        start.wait();
+                        runtime_in(&SLOT) as *const Runtime as usize
+                    })
+                })
+            })
+            .collect();
+        let got: Vec<usize> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+        assert!(got.iter().all(|&r| r == got[0]), "{got:?}");
+    }
 }
