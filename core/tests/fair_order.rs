@@ -28,6 +28,46 @@ async fn wait_until(rw: &redlock_core::ReadWriteLock, writers: u64, readers: u64
     }
 }
 
+/// A round's server; an async client and its view of the lock (`rw0`, the holder's), two more
+/// async clients and a blocking one; the log of entries and the round's start.
+struct Scene {
+    server: RedisServer,
+    _c0: redlock_core::Client,
+    cs: [redlock_core::Client; 2],
+    b: redlock_core::blocking::Client,
+    rw0: redlock_core::ReadWriteLock,
+    start: Instant,
+    log: Log,
+}
+
+impl Scene {
+    async fn new(name: &str) -> Scene {
+        let server = RedisServer::start();
+        let c0 = connect(&server).await;
+        let cs = [connect(&server).await, connect(&server).await];
+        let b = redlock_core::blocking::Client::connect(&server.url()).unwrap();
+        let rw0 = c0.read_write_lock(name).unwrap();
+        Scene {
+            server,
+            _c0: c0,
+            cs,
+            b,
+            rw0,
+            start: Instant::now(),
+            log: Arc::default(),
+        }
+    }
+}
+
+/// Every key of the round's lock is gone within 3 s (withdrawals run in the background).
+async fn nothing_left(server: &RedisServer) {
+    let until = Instant::now() + Duration::from_secs(3);
+    while !lock_keys(server).is_empty() && Instant::now() < until {
+        tokio::time::sleep(ms(10)).await;
+    }
+    assert!(lock_keys(server).is_empty(), "{:?}", lock_keys(server));
+}
+
 /// A reader holds; a writer waits; readers of three clients (one of them the writer's, one a
 /// blocking thread) then wait. The writer goes first, then the readers; nobody waits for a
 /// lease (5 s) to run out.
@@ -116,11 +156,7 @@ async fn a_waiting_writer_goes_before_readers_that_arrive_after_it() {
                 "round {round}: waited for a lease: {log:?}"
             );
         }
-        let until = Instant::now() + Duration::from_secs(3);
-        while !lock_keys(&server).is_empty() && Instant::now() < until {
-            tokio::time::sleep(ms(10)).await;
-        }
-        assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
+        nothing_left(&server).await;
         b.close();
     }
 }
@@ -130,14 +166,16 @@ async fn a_waiting_writer_goes_before_readers_that_arrive_after_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_writers_of_both_apis_enter_in_arrival_order() {
     for round in 0..5 {
-        let server = RedisServer::start();
         let name = "fair-b";
-        let c0 = connect(&server).await;
-        let cs = [connect(&server).await, connect(&server).await];
-        let b = redlock_core::blocking::Client::connect(&server.url()).unwrap();
-        let rw0 = c0.read_write_lock(name).unwrap();
-        let start = Instant::now();
-        let log: Log = Arc::default();
+        let Scene {
+            server,
+            _c0,
+            cs,
+            b,
+            rw0,
+            start,
+            log,
+        } = Scene::new(name).await;
         let lease = Some(Duration::from_secs(5));
         let holder = Owner::random();
         rw0.write().acquire(&holder, NOW, lease).await.unwrap();
@@ -206,11 +244,7 @@ async fn waiting_writers_of_both_apis_enter_in_arrival_order() {
             log.last().unwrap().2 - freed < Duration::from_secs(2),
             "{log:?}"
         );
-        let until = Instant::now() + Duration::from_secs(3);
-        while !lock_keys(&server).is_empty() && Instant::now() < until {
-            tokio::time::sleep(ms(10)).await;
-        }
-        assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
+        nothing_left(&server).await;
         b.close();
     }
 }
@@ -221,14 +255,16 @@ async fn waiting_writers_of_both_apis_enter_in_arrival_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alternating_arrivals_keep_writer_order_and_give_readers_their_turn() {
     for round in 0..5 {
-        let server = RedisServer::start();
         let name = "fair-c";
-        let c0 = connect(&server).await;
-        let cs = [connect(&server).await, connect(&server).await];
-        let b = redlock_core::blocking::Client::connect(&server.url()).unwrap();
-        let rw0 = c0.read_write_lock(name).unwrap();
-        let start = Instant::now();
-        let log: Log = Arc::default();
+        let Scene {
+            server,
+            _c0,
+            cs,
+            b,
+            rw0,
+            start,
+            log,
+        } = Scene::new(name).await;
         let lease = Some(Duration::from_secs(5));
         let holder = Owner::random();
         rw0.write().acquire(&holder, NOW, lease).await.unwrap();
@@ -316,11 +352,7 @@ async fn alternating_arrivals_keep_writer_order_and_give_readers_their_turn() {
             "round {round}: {:?}",
             log.iter().map(|e| e.0.as_str()).collect::<Vec<_>>()
         );
-        let until = Instant::now() + Duration::from_secs(3);
-        while !lock_keys(&server).is_empty() && Instant::now() < until {
-            tokio::time::sleep(ms(10)).await;
-        }
-        assert!(lock_keys(&server).is_empty(), "{:?}", lock_keys(&server));
+        nothing_left(&server).await;
         b.close();
     }
 }
