@@ -372,12 +372,12 @@ impl ClientInner {
         call: &redis::Cmd,
         ping_first: bool,
     ) -> Result<T> {
-        let connection = self.command_connection()?;
+        let mut connection = self.command_connection()?;
         let eval = crate::lock::calls::eval_async;
         let twice = async {
-            match eval(&mut connection.clone(), script, call, ping_first).await {
+            match eval(&mut connection, script, call, ping_first).await {
                 Err(e) if e.is_connection_dropped() || e.is_io_error() => {
-                    eval(&mut connection.clone(), script, call, ping_first).await
+                    eval(&mut connection, script, call, ping_first).await
                 }
                 other => other,
             }

@@ -3,17 +3,24 @@
 
 mod common;
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use redlock_core::{Error, ErrorKind, Owner};
+use redlock_core::{Error, ErrorKind, Lock, Owner};
 
-async fn limited(secs: u64, body: impl Future<Output = ()>) {
-    tokio::time::timeout(Duration::from_secs(secs), body)
-        .await
-        .expect("the test hung");
+/// Takes and releases `lock` `times` times (fixed `lease`); the last hold's fencing token.
+async fn draw_fences(lock: &Lock, owner: &Owner, times: usize, lease: Duration) -> u64 {
+    let mut last = 0;
+    for _ in 0..times {
+        last = lock
+            .acquire(owner, NOW, Some(lease))
+            .await
+            .unwrap()
+            .fencing_token();
+        lock.release(owner).await.unwrap();
+    }
+    last
 }
 
 fn ok(reply: String) {
@@ -176,15 +183,7 @@ async fn evicted_keys() {
         let (client, events) = recording_losses(&server, ms(900)).await;
         let lock = client.lock("evicted").unwrap();
         let owner = Owner::random();
-        let mut last = 0;
-        for _ in 0..50 {
-            last = lock
-                .acquire(&owner, NOW, Some(ms(50)))
-                .await
-                .unwrap()
-                .fencing_token();
-            lock.release(&owner).await.unwrap();
-        }
+        let mut last = draw_fences(&lock, &owner, 50, ms(50)).await;
         let hold = lock.acquire(&owner, NOW, None).await.unwrap();
         assert!(hold.fencing_token() > last);
         last = hold.fencing_token();
@@ -259,15 +258,7 @@ async fn restart_with_persistence() {
             .unwrap();
         let lock = client.lock("persisted").unwrap();
         let owner = Owner::random();
-        let mut last = 0;
-        for _ in 0..20 {
-            last = lock
-                .acquire(&owner, NOW, Some(ms(5_000)))
-                .await
-                .unwrap()
-                .fencing_token();
-            lock.release(&owner).await.unwrap();
-        }
+        let mut last = draw_fences(&lock, &owner, 20, ms(5_000)).await;
         let hold = lock.acquire(&owner, NOW, None).await.unwrap();
         assert!(hold.fencing_token() > last);
         last = hold.fencing_token();

@@ -5,18 +5,10 @@
 
 mod common;
 
-use std::future::Future;
 use std::time::Duration;
 
 use common::*;
 use redlock_core::{Client, Error, Owner};
-
-/// Runs a test body with a hard limit: a hang is a failure.
-async fn limited(body: impl Future<Output = ()>) {
-    tokio::time::timeout(Duration::from_secs(30), body)
-        .await
-        .expect("the test hung");
-}
 
 /// Returns right after a renewal tick finished, so the next one is a whole period away.
 async fn just_after_a_tick(client: &Client) {
@@ -48,7 +40,7 @@ async fn acquire_retrying(
 /// lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixed_lease_hold_is_not_kept_alive_by_the_stale_tracking_of_a_vanished_watched_hold() {
-    limited(async {
+    limited(30, async {
         let server = RedisServer::start();
         let (client, events) = recording_losses(&server, ms(900)).await;
         let admin = connect(&server).await;
@@ -82,7 +74,7 @@ async fn a_fixed_lease_hold_is_not_kept_alive_by_the_stale_tracking_of_a_vanishe
 /// take the lock again; this client's watchdog must not keep that other instance's fixed lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_instance_s_fixed_lease_hold_of_the_same_owner_is_not_renewed_by_this_watchdog() {
-    limited(async {
+    limited(30, async {
         let server = RedisServer::start();
         let (client, _events) = recording_losses(&server, ms(900)).await;
         let other = connect(&server).await;
@@ -115,7 +107,7 @@ async fn another_instance_s_fixed_lease_hold_of_the_same_owner_is_not_renewed_by
 /// while its owner held it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watched_hold_after_a_restart_is_renewed_even_if_an_old_release_ended_the_same_fence() {
-    limited(async {
+    limited(30, async {
         let mut server = RedisServer::start();
         let (client, _events) = recording_losses(&server, ms(900)).await;
         let admin = connect(&server).await;
@@ -155,7 +147,7 @@ async fn a_watched_hold_after_a_restart_is_renewed_even_if_an_old_release_ended_
 /// short extend made the hold expire before the next tick, which then reported it lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watched_hold_stays_kept_after_a_short_extend() {
-    limited(async {
+    limited(30, async {
         let server = RedisServer::start();
         let (client, events) = recording_losses(&server, ms(900)).await;
         let lock = client.lock("short-extend").unwrap();
@@ -181,7 +173,7 @@ async fn a_watched_hold_stays_kept_after_a_short_extend() {
 /// say LockLost (and report it) as a release does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extend_of_a_watched_hold_the_restarted_server_lost_says_lock_lost() {
-    limited(async {
+    limited(30, async {
         let mut server = RedisServer::start();
         let (client, _events) = recording_losses(&server, Duration::from_secs(60)).await;
         // The same loss through another client's force unlock: extend says LockLost.
@@ -228,7 +220,7 @@ async fn extend_of_a_watched_hold_the_restarted_server_lost_says_lock_lost() {
 /// taken for a re-entry of the lost hold (same fence), so the loss was never reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hold_a_restart_lost_is_reported_even_if_the_next_hold_draws_its_fence() {
-    limited(async {
+    limited(30, async {
         let mut server = RedisServer::start();
         let (client, events) = recording_losses(&server, ms(900)).await;
         let lock = client.lock("restart-same-fence").unwrap();
@@ -256,7 +248,7 @@ async fn a_hold_a_restart_lost_is_reported_even_if_the_next_hold_draws_its_fence
 /// fence), so its lease never ended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixed_lease_hold_that_draws_the_fence_of_a_hold_a_restart_lost_is_not_renewed() {
-    limited(async {
+    limited(30, async {
         let mut server = RedisServer::start();
         let (client, events) = recording_losses(&server, ms(900)).await;
         let lock = client.lock("restart-fixed-same-fence").unwrap();
@@ -286,7 +278,7 @@ async fn a_fixed_lease_hold_that_draws_the_fence_of_a_hold_a_restart_lost_is_not
 /// Redis stays away.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watched_hold_is_reported_lost_once_its_lease_passes_without_a_working_renewal() {
-    limited(async {
+    limited(30, async {
         let mut server = RedisServer::start();
         let lease = ms(1_500);
         let (client, events) = recording_losses(&server, lease).await;

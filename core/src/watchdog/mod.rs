@@ -332,15 +332,16 @@ impl Watchdog {
         if !failed.is_empty() {
             let entries = self.entries.lock().unwrap();
             let failed: HashSet<u64> = failed.iter().copied().collect();
+            let mut live = HashSet::with_capacity(entries.len());
             for entry in entries.values() {
                 let id = entry.renewal.id;
+                live.insert(id);
                 if failed.contains(&id) && !unconfirmed.contains_key(&id) {
                     let set = previous.map_or(entry.acquired_at, |p| p.max(entry.acquired_at));
                     unconfirmed.insert(id, set);
                 }
             }
             // Trackings that ended (released, replaced, lost) are forgotten.
-            let live: HashSet<u64> = entries.values().map(|e| e.renewal.id).collect();
             unconfirmed.retain(|id, _| live.contains(id));
         }
         let now = Instant::now();

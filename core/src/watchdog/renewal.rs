@@ -109,8 +109,10 @@ async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
     let same_group = |a: &Renewal, b: &Renewal| !client.cluster_mode || a.slot == b.slot;
     let lease_ms = client.config.lease.as_millis() as u64;
     let mut lost = HashSet::new();
-    // Ids only while something fails (the common tick collects nothing).
+    // Ids only while something fails (the common tick collects nothing). Confirmations matter
+    // only for holds whose renewals failed in an earlier tick.
     let (mut failed, mut confirmed) = (Vec::new(), Vec::new());
+    let confirming = client.watchdog.any_unconfirmed();
     let mut unreachable = false;
     for group in holds.chunk_by(same_group) {
         for batch in group.chunks(BATCH) {
@@ -125,11 +127,10 @@ async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
                 .await
             {
                 Ok(renewed) => {
-                    let failing = !failed.is_empty() || client.watchdog.any_unconfirmed();
                     for (hold, ok) in batch.iter().zip(renewed) {
                         if ok == b'0' {
                             lost.insert(hold.id);
-                        } else if failing {
+                        } else if confirming {
                             confirmed.push(hold.id);
                         }
                     }

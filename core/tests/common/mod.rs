@@ -79,3 +79,10 @@ pub async fn recording_losses(
         .unwrap();
     (client, events)
 }
+
+/// Runs a test body with a hard limit of `secs`: a hang is a failure.
+pub async fn limited(secs: u64, body: impl std::future::Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(secs), body)
+        .await
+        .expect("the test hung");
+}
