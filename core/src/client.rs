@@ -15,6 +15,7 @@ use crate::direct::{DirectConnections, HotConnection, HotConnections, MAX_DIRECT
 use crate::error::{Error, Result};
 use crate::inspect::LockInfo;
 use crate::keys::{LockKeys, validate_prefix};
+use crate::lock::scripts::LuaScript;
 use crate::lock::{ClientTidyUps, LocalLock, Lock, Mode, ReadWriteLock};
 use crate::pubsub::PubSubHub;
 use crate::watchdog::{self, Watchdog};
@@ -349,18 +350,21 @@ impl ClientInner {
         }
     }
 
-    /// Runs one script call under the command timeout.
+    /// Runs `call`, an `EVALSHA` of `script`, under the command timeout (see
+    /// `calls::eval_async`).
     pub(crate) async fn invoke<T: redis::FromRedisValue>(
         &self,
-        invocation: &redis::ScriptInvocation<'_>,
+        script: &LuaScript,
+        call: &redis::Cmd,
     ) -> Result<T> {
         let mut connection = self.command_connection()?;
-        self.bounded(invocation.invoke_async(&mut connection)).await
+        let eval = crate::lock::calls::eval_async(&mut connection, script, call, false);
+        self.bounded(eval).await
     }
 
     /// Runs a ready-made `EVALSHA` of `script` under the command timeout (behind a `PING` with
-    /// `ping_first`), loading the script once if the server does not know it (a restart or
-    /// failover forgets scripts). Only for calls that may run twice (renewals): one that meets a
+    /// `ping_first`), sent again with its source if the server does not know it (see
+    /// `calls::eval_async`). Only for calls that may run twice (renewals): one that meets a
     /// dead command connection (the server closed it while idle, by its `timeout` or a kill) is
     /// sent once more, on the connection the manager opens on that failure. Without this, a
     /// server `timeout` shorter than the watchdog's period failed every renewal, on a connection
@@ -368,7 +372,7 @@ impl ClientInner {
     /// command timeout.
     pub(crate) async fn eval_rerunnable<T: redis::FromRedisValue>(
         &self,
-        script: &redis::Script,
+        script: &LuaScript,
         call: &redis::Cmd,
         ping_first: bool,
     ) -> Result<T> {

@@ -3,7 +3,9 @@
 
 mod common;
 
+use std::io::{Read, Write};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -343,6 +345,80 @@ async fn client_pause_during_a_release() {
             "still held after the pause and a lease"
         );
         assert!(events.lock().unwrap().is_empty());
+    })
+    .await;
+}
+
+/// Sends `SCRIPT FLUSH` back to back on a connection of its own until `stop` is set; how many.
+fn flush_scripts_until(
+    server: &RedisServer,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    std::thread::spawn(move || {
+        let mut flushes = 0;
+        let mut reply = [0u8; 64];
+        while !stop.load(Ordering::Relaxed) {
+            stream
+                .write_all(b"*2\r\n$6\r\nSCRIPT\r\n$5\r\nFLUSH\r\n")
+                .unwrap();
+            let got = stream.read(&mut reply).unwrap();
+            assert!(reply[..got].starts_with(b"+OK"));
+            flushes += 1;
+        }
+        flushes
+    })
+}
+
+/// `SCRIPT FLUSH` over and over (a server that keeps forgetting scripts; in the audit, one flush
+/// every 5 ms): every call must still work. A call answered NOSCRIPT used to load the script and
+/// call it by SHA again, which a second flush between the two failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_work_while_scripts_are_flushed_over_and_over() {
+    limited(60, async {
+        let server = RedisServer::start();
+        let client = connect(&server).await;
+        let lock = client.lock("flushed scripts").unwrap();
+        let blocking = redlock_core::blocking::Client::connect(&server.url()).unwrap();
+        let blocking_lock = blocking.read_write_lock("flushed scripts too").unwrap();
+        let owner = Owner::random();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flusher = flush_scripts_until(&server, stop.clone());
+        let mut failures = Vec::new();
+        let mut note = |what: &str, result: Result<(), Error>| {
+            if let Err(e) = result {
+                failures.push(format!("{what}: {e}"));
+            }
+        };
+        let until = Instant::now() + ms(3_000);
+        let mut rounds = 0;
+        while Instant::now() < until {
+            rounds += 1;
+            note(
+                "acquire",
+                lock.acquire(&owner, NOW, Some(ms(5_000))).await.map(drop),
+            );
+            note("extend", lock.extend(&owner, ms(5_000)).await);
+            note("hold count", lock.hold_count(&owner).await.map(drop));
+            note("inspect", lock.inspect().await.map(drop));
+            note("release", lock.release(&owner).await.map(drop));
+            let read = blocking_lock.read();
+            note(
+                "blocking read",
+                read.acquire(&owner, NOW, Some(ms(5_000))).map(drop),
+            );
+            note("blocking release", read.release(&owner).map(drop));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let flushes = flusher.join().unwrap();
+        assert!(flushes > 100, "only {flushes} flushes");
+        assert!(
+            failures.is_empty(),
+            "{} of {rounds} rounds' calls failed ({flushes} flushes), e.g. {:?}",
+            failures.len(),
+            &failures[..failures.len().min(3)]
+        );
+        assert!(!lock.is_locked().await.unwrap());
     })
     .await;
 }

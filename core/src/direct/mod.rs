@@ -29,7 +29,9 @@ pub(crate) use resp::parse as parse_reply;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use redis::{Cmd, ErrorKind, FromRedisValue, RedisResult, Script};
+use redis::{Cmd, ErrorKind, FromRedisValue, RedisResult};
+
+use crate::lock::scripts::LuaScript;
 
 use crate::blocking::CancelToken;
 use crate::error::{Error, Result};
@@ -42,11 +44,11 @@ pub(crate) enum DirectConnection {
 }
 
 impl DirectConnection {
-    /// Runs an `EVALSHA` of `script` (behind a `PING` with `ping_first`), loading the script
-    /// first if the server forgot it.
+    /// Runs an `EVALSHA` of `script` (behind a `PING` with `ping_first`), sent again with the
+    /// script's source if the server forgot it (see `calls::eval_sync`).
     pub(crate) fn eval<T: FromRedisValue>(
         &mut self,
-        script: &Script,
+        script: &LuaScript,
         call: &Cmd,
         ping_first: bool,
     ) -> RedisResult<T> {

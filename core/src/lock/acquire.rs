@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::calls::eval_async;
 use super::in_flight::{AttemptCall, InFlightAttempt, Undo, undo_late_direct};
 use super::{
     AcquireOptions, Attempt, AttemptReply, Gate, Hold, Lock, Mode, NO_HANDOFF, scripts::SCRIPTS,
@@ -552,15 +553,15 @@ impl Drop for Announcement<'_> {
 
 /// Withdraws a waiter's announcement (and gives back a lock granted to it meanwhile).
 pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<()> {
-    let mut invocation = lock.keyed(&SCRIPTS.unregister_waiter);
-    invocation
-        .arg(lock.mode.as_arg())
+    let script = &SCRIPTS.unregister_waiter;
+    let mut call = lock.keyed(script);
+    call.arg(lock.mode.as_arg())
         .arg(token)
         .arg(lock.keys.channel())
         .arg(waiter)
         .arg(lock.announcement_ms());
     let mut connection = lock.client.command_connection()?;
-    tidy::<i64>(lock, invocation.invoke_async(&mut connection))
+    tidy::<i64>(lock, eval_async(&mut connection, script, &call, false))
         .await
         .map(drop)
 }

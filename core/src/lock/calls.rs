@@ -3,10 +3,10 @@
 //! appends its own arguments, where writing the six keys into a fresh invocation cost more than
 //! the rest of the command.
 
-use redis::{Cmd, ConnectionLike, FromRedisValue, RedisResult, Script};
+use redis::{Cmd, ConnectionLike, FromRedisValue, RedisError, RedisResult};
 
 use super::Mode;
-use super::scripts::SCRIPTS;
+use super::scripts::{LuaScript, SCRIPTS};
 use crate::keys::{LockKeys, SCRIPT_KEY_COUNT};
 
 /// `EVALSHA <sha> 6 <keys>` of acquire.lua and release.lua (the script of one mode), the
@@ -38,36 +38,35 @@ impl KeyedCalls {
     }
 }
 
-fn keyed(script: &Script, keys: &LockKeys) -> Cmd {
+/// `EVALSHA <sha> 6 <keys>` of `script` with the lock's keys, missing only its arguments.
+pub(crate) fn keyed(script: &LuaScript, keys: &LockKeys) -> Cmd {
     let mut call = redis::cmd("EVALSHA");
-    call.arg(script.get_hash())
+    call.arg(script.sha())
         .arg(SCRIPT_KEY_COUNT)
         .arg(keys.script_keys());
     call
 }
 
-/// Runs `call`, an `EVALSHA` of `script`, on a plain connection, loading the script once if the
-/// server does not know it (a restart or failover forgets scripts). With `ping_first` the call
-/// goes out behind a `PING`, in the same write (see [`behind_ping`]).
+/// Runs `call`, an `EVALSHA` of `script`, on a plain connection. A server that does not know
+/// the script (a restart, a failover or `SCRIPT FLUSH` forgot it) gets the call again as an
+/// `EVAL` of its source, which also caches it there: not `SCRIPT LOAD` and the `EVALSHA` again,
+/// which a second flush between the two failed. With `ping_first` the call goes out behind a
+/// `PING`, in the same write (see [`behind_ping`]).
 pub(crate) fn eval_sync<T: FromRedisValue>(
     connection: &mut dyn ConnectionLike,
-    script: &Script,
+    script: &LuaScript,
     call: &Cmd,
     ping_first: bool,
 ) -> RedisResult<T> {
-    let no_script = redis::ErrorKind::Server(redis::ServerErrorKind::NoScript);
-    let run = |connection: &mut dyn ConnectionLike| {
+    let run = |connection: &mut dyn ConnectionLike, call: &Cmd| {
         if ping_first {
             behind_ping(call).query(connection).map(|(reply,)| reply)
         } else {
             call.query(connection)
         }
     };
-    match run(connection) {
-        Err(e) if e.kind() == no_script => {
-            script.load(connection)?;
-            run(connection)
-        }
+    match run(connection, call) {
+        Err(e) if unknown_script(&e) => run(connection, &with_source(script, call)),
         other => other,
     }
 }
@@ -75,18 +74,32 @@ pub(crate) fn eval_sync<T: FromRedisValue>(
 /// [`eval_sync`] on an async connection.
 pub(crate) async fn eval_async<T: FromRedisValue, C: redis::aio::ConnectionLike>(
     connection: &mut C,
-    script: &Script,
+    script: &LuaScript,
     call: &Cmd,
     ping_first: bool,
 ) -> RedisResult<T> {
-    let no_script = redis::ErrorKind::Server(redis::ServerErrorKind::NoScript);
     match query_async(connection, call, ping_first).await {
-        Err(e) if e.kind() == no_script => {
-            script.load_async(connection).await?;
-            query_async(connection, call, ping_first).await
+        Err(e) if unknown_script(&e) => {
+            query_async(connection, &with_source(script, call), ping_first).await
         }
         other => other,
     }
+}
+
+fn unknown_script(error: &RedisError) -> bool {
+    error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+}
+
+/// `call`, an `EVALSHA` of `script`, as an `EVAL` of its source with the same keys and arguments.
+fn with_source(script: &LuaScript, call: &Cmd) -> Cmd {
+    let mut eval = redis::cmd("EVAL");
+    eval.arg(script.source());
+    for arg in call.args_iter().skip(2) {
+        if let redis::Arg::Simple(bytes) = arg {
+            eval.arg(bytes);
+        }
+    }
+    eval
 }
 
 async fn query_async<T: FromRedisValue, C: redis::aio::ConnectionLike>(

@@ -21,7 +21,7 @@ use crate::inspect::{HolderInfo, HolderMetadata, LockInfo};
 use crate::keys::LockKeys;
 use crate::owner::Owner;
 use crate::watchdog::{Releasing, WatchKey};
-use scripts::SCRIPTS;
+use scripts::{LuaScript, SCRIPTS};
 
 pub use hold::Hold;
 use replies::AttemptReply;
@@ -341,12 +341,13 @@ impl Lock {
             // end between two ticks.
             lease_ms = lease_ms.max(self.client.config.lease.as_millis() as u64);
         }
-        let mut invocation = self.keyed(&SCRIPTS.extend);
+        let script = &SCRIPTS.extend;
+        let mut invocation = self.keyed(script);
         invocation
             .arg(self.mode.as_arg())
             .arg(owner.token())
             .arg(lease_ms);
-        match self.client.invoke(&invocation).await? {
+        match self.client.invoke(script, &invocation).await? {
             ExtendReply::Extended => Ok(()),
             ExtendReply::NotHeld { upto } => {
                 Err(self.not_held(&self.watch_key(owner), upto, Some(&marked)))
@@ -384,12 +385,13 @@ impl Lock {
     /// waiting writers and the last fencing token.
     pub async fn inspect(&self) -> Result<LockInfo> {
         const LISTED: u32 = 100;
-        let mut invocation = self.keyed(&SCRIPTS.inspect);
+        let script = &SCRIPTS.inspect;
+        let mut invocation = self.keyed(script);
         invocation.arg(LISTED);
         type Row = (String, String, u32, u64, String, i64);
         type Reply = (u64, u64, u64, u64, Vec<Row>, u64);
         let (now, last_fence, waiting, live, rows, waiting_readers): Reply =
-            self.client.invoke(&invocation).await?;
+            self.client.invoke(script, &invocation).await?;
         let holders: Vec<HolderInfo> = rows
             .into_iter()
             .map(|(mode, token, count, fence, meta, left)| {
@@ -431,9 +433,10 @@ impl Lock {
     /// held. This client's own watched holds of the name are reported lost at once; other clients
     /// find out at their next renewal.
     pub async fn force_unlock(&self) -> Result<bool> {
-        let mut invocation = self.keyed(&SCRIPTS.force_unlock);
+        let script = &SCRIPTS.force_unlock;
+        let mut invocation = self.keyed(script);
         invocation.arg(self.keys.channel());
-        let held: i64 = self.client.invoke(&invocation).await?;
+        let held: i64 = self.client.invoke(script, &invocation).await?;
         self.client
             .watchdog
             .mark_name_lost(&self.client, self.keys.state());
@@ -451,11 +454,9 @@ impl Lock {
         }
     }
 
-    /// A script invocation with this name's keys, in the order `prelude.lua` names them.
-    fn keyed<'a>(&'a self, script: &'a redis::Script) -> redis::ScriptInvocation<'a> {
-        let mut invocation = script.prepare_invoke();
-        invocation.key(self.keys.script_keys());
-        invocation
+    /// A call of `script` with this name's keys, in the order `prelude.lua` names them.
+    fn keyed(&self, script: &LuaScript) -> redis::Cmd {
+        calls::keyed(script, &self.keys)
     }
 
     /// See [`announcement_ms`].
@@ -479,10 +480,11 @@ impl Lock {
     }
 
     async fn state(&self, token: &str) -> Result<StateView> {
-        let mut invocation = self.keyed(&SCRIPTS.state);
+        let script = &SCRIPTS.state;
+        let mut invocation = self.keyed(script);
         invocation.arg(token);
         let (write_held, readers, owner_writes, owner_reads, _waiting): (u8, u64, u32, u32, u64) =
-            self.client.invoke(&invocation).await?;
+            self.client.invoke(script, &invocation).await?;
         Ok(StateView {
             write_held: write_held == 1,
             readers,

@@ -1,6 +1,7 @@
-//! The Lua scripts, each one round trip. Loaded once per server and called by SHA
-//! (`redis::Script` falls back to loading on `NOSCRIPT`). Only keys and arguments vary:
-//! no caller text is ever spliced into a script.
+//! The Lua scripts, each one round trip. Called by SHA; a call the server answers with
+//! `NOSCRIPT` (a restart, a failover or `SCRIPT FLUSH` forgot it) is sent again as an `EVAL` of
+//! the source (see `calls`). Only keys and arguments vary: no caller text is ever spliced into a
+//! script.
 
 use std::sync::LazyLock;
 
@@ -20,14 +21,38 @@ const MODE_MARK: &str = "--[[mode]]";
 pub(crate) struct Scripts {
     /// acquire.lua and release.lua once per mode, [write, read]: the mode is written into the
     /// script rather than sent with every call (Redis builds ARGV anew for each call).
-    acquire: [Script; 2],
-    release: [Script; 2],
-    pub extend: Script,
-    pub renew: Script,
-    pub state: Script,
-    pub inspect: Script,
-    pub force_unlock: Script,
-    pub unregister_waiter: Script,
+    acquire: [LuaScript; 2],
+    release: [LuaScript; 2],
+    pub extend: LuaScript,
+    pub renew: LuaScript,
+    pub state: LuaScript,
+    pub inspect: LuaScript,
+    pub force_unlock: LuaScript,
+    pub unregister_waiter: LuaScript,
+}
+
+/// One assembled script: its SHA, for calls, and its source, for a call the server answers with
+/// `NOSCRIPT`.
+pub(crate) struct LuaScript {
+    sha: Box<str>,
+    source: Box<str>,
+}
+
+impl LuaScript {
+    fn new(source: String) -> Self {
+        LuaScript {
+            sha: Script::new(&source).get_hash().into(),
+            source: source.into(),
+        }
+    }
+
+    pub(crate) fn sha(&self) -> &str {
+        &self.sha
+    }
+
+    pub(crate) fn source(&self) -> &str {
+        &self.source
+    }
 }
 
 /// The prelude, then `body` with the clock, the grant functions and the helpers spliced in, in
@@ -53,12 +78,12 @@ fn assemble(body: &str) -> String {
     format!("{PRELUDE}\n{body}")
 }
 
-fn with_prelude(body: &str) -> Script {
-    Script::new(&assemble(body))
+fn with_prelude(body: &str) -> LuaScript {
+    LuaScript::new(assemble(body))
 }
 
 /// `body`, which says `--[[mode]]` where its mode is defined, once for writes and once for reads.
-fn per_mode(body: &str) -> [Script; 2] {
+fn per_mode(body: &str) -> [LuaScript; 2] {
     [Mode::Write, Mode::Read].map(|mode| with_prelude(&with_mode(body, mode)))
 }
 
@@ -68,11 +93,11 @@ fn with_mode(body: &str, mode: Mode) -> String {
 }
 
 impl Scripts {
-    pub(crate) fn acquire(&self, mode: Mode) -> &Script {
+    pub(crate) fn acquire(&self, mode: Mode) -> &LuaScript {
         &self.acquire[mode_index(mode)]
     }
 
-    pub(crate) fn release(&self, mode: Mode) -> &Script {
+    pub(crate) fn release(&self, mode: Mode) -> &LuaScript {
         &self.release[mode_index(mode)]
     }
 }
@@ -127,7 +152,7 @@ mod tests {
             }
         }
         let [write, read] = &SCRIPTS.acquire;
-        assert_ne!(write.get_hash(), read.get_hash());
+        assert_ne!(write.sha(), read.sha());
     }
 
     #[test]

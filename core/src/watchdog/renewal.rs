@@ -159,7 +159,7 @@ fn renew_call(batch: &[Renewal], lease_ms: u64) -> redis::Cmd {
     let bytes: usize = batch.iter().map(|hold| 2 * hold.text.len() + 16).sum();
     let mut call = redis::Cmd::with_capacity(3 + 4 * batch.len(), bytes + 64);
     call.arg("EVALSHA")
-        .arg(SCRIPTS.renew.get_hash())
+        .arg(SCRIPTS.renew.sha())
         .arg(2 * batch.len());
     for (i, hold) in batch.iter().enumerate() {
         // Each hold's bytes are somewhere else on the heap: ask for the ones a few holds ahead
