@@ -363,13 +363,10 @@ impl ClientInner {
     }
 
     /// Runs a ready-made `EVALSHA` of `script` under the command timeout (behind a `PING` with
-    /// `ping_first`), sent again with its source if the server does not know it (see
-    /// `calls::eval_async`). Only for calls that may run twice (renewals): one that meets a
-    /// dead command connection (the server closed it while idle, by its `timeout` or a kill) is
-    /// sent once more, on the connection the manager opens on that failure. Without this, a
-    /// server `timeout` shorter than the watchdog's period failed every renewal, on a connection
-    /// idle since the last one, until the holds expired unreported. Both tries share one
-    /// command timeout.
+    /// `ping_first`) the way `calls::eval_rerunnable` does: only for calls that may run twice.
+    /// Without the second try, a server `timeout` shorter than the watchdog's period failed
+    /// every renewal, on a connection idle since the last one, until the holds expired
+    /// unreported.
     pub(crate) async fn eval_rerunnable<T: redis::FromRedisValue>(
         &self,
         script: &LuaScript,
@@ -377,16 +374,8 @@ impl ClientInner {
         ping_first: bool,
     ) -> Result<T> {
         let mut connection = self.command_connection()?;
-        let eval = crate::lock::calls::eval_async;
-        let twice = async {
-            match eval(&mut connection, script, call, ping_first).await {
-                Err(e) if e.is_connection_dropped() || e.is_io_error() => {
-                    eval(&mut connection, script, call, ping_first).await
-                }
-                other => other,
-            }
-        };
-        self.bounded(twice).await
+        let eval = crate::lock::calls::eval_rerunnable(&mut connection, script, call, ping_first);
+        self.bounded(eval).await
     }
 
     /// The command connection itself, with no timeout or closed check: for a call that keeps

@@ -64,6 +64,46 @@ async fn a_watched_hold_survives_a_server_idle_timeout_shorter_than_the_renewal_
     .await;
 }
 
+/// A waiter cancelled after its client's command connection sat idle past the server's
+/// `timeout`: its withdrawal is the first call to meet the dead connection. Left announced, the
+/// waiter would be granted the lock at its holder's release, and the lock stay taken by nobody
+/// for the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_cancelled_after_a_server_idle_timeout_is_withdrawn() {
+    limited(60, async {
+        let server = RedisServer::start();
+        ok(server.command(&["CONFIG", "SET", "timeout", "1"]));
+        // Pinged more often than the server's timeout, as a user of such a server would
+        // configure it: its own calls stay on a live connection.
+        let holder_client = builder(&server)
+            .ping_interval(Some(ms(300)))
+            .connect()
+            .await
+            .unwrap();
+        let holder = Owner::random();
+        let name = "idle withdrawal";
+        let lock = holder_client.lock(name).unwrap();
+        lock.acquire(&holder, NOW, Some(ms(20_000))).await.unwrap();
+        // Re-checks once a minute: its one attempt announces it, then it only listens.
+        let waiting_client = connect_without_rechecks(&server).await;
+        let waited = waiting_client.lock(name).unwrap();
+        let waiter = Owner::random();
+        let waiting = waited.acquire(&waiter, None, Some(ms(20_000)));
+        assert!(tokio::time::timeout(ms(2_500), waiting).await.is_err());
+        tokio::time::sleep(ms(500)).await; // the withdrawal, in the background
+        assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
+        assert_eq!(lock.release(&holder).await.unwrap(), 0);
+        let third = Owner::random();
+        let taken = lock.acquire(&third, NOW, Some(ms(5_000))).await;
+        assert!(
+            taken.is_ok(),
+            "the lock went to the cancelled waiter: {taken:?}"
+        );
+        lock.release(&third).await.unwrap();
+    })
+    .await;
+}
+
 /// FLUSHALL while a watched hold is held and writers of another client (and of the holder's
 /// own client) wait: the hold is reported lost exactly once (signal and callback), the release
 /// says LockLost, and a waiter gets the lock within about a re-check interval.

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::calls::eval_async;
+use super::calls::eval_rerunnable;
 use super::in_flight::{AttemptCall, InFlightAttempt, Undo, undo_late_direct};
 use super::{
     AcquireOptions, Attempt, AttemptReply, Gate, Hold, Lock, Mode, NO_HANDOFF, scripts::SCRIPTS,
@@ -551,7 +551,9 @@ impl Drop for Announcement<'_> {
     }
 }
 
-/// Withdraws a waiter's announcement (and gives back a lock granted to it meanwhile).
+/// Withdraws a waiter's announcement (and gives back a lock granted to it meanwhile). Sent
+/// twice if need be (a withdrawal may run twice): left in place, an announcement of a waiter that
+/// is gone could be granted the lock, which would then stay taken by nobody for the lease.
 pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<()> {
     let script = &SCRIPTS.unregister_waiter;
     let mut call = lock.keyed(script);
@@ -561,7 +563,7 @@ pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<(
         .arg(waiter)
         .arg(lock.announcement_ms());
     let mut connection = lock.client.command_connection()?;
-    tidy::<i64>(lock, eval_async(&mut connection, script, &call, false))
+    tidy::<i64>(lock, eval_rerunnable(&mut connection, script, &call, false))
         .await
         .map(drop)
 }

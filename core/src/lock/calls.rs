@@ -86,6 +86,24 @@ pub(crate) async fn eval_async<T: FromRedisValue, C: redis::aio::ConnectionLike>
     }
 }
 
+/// [`eval_async`] for a call that may run twice (a renewal, a waiter's withdrawal): one that
+/// meets a dead connection (the server closed it while idle, by its `timeout` or a kill) is sent
+/// once more, on the connection the manager opens on that failure. (Whether the first try ran
+/// is unknown, so a call that must not run twice fails instead.)
+pub(crate) async fn eval_rerunnable<T: FromRedisValue>(
+    connection: &mut redis::aio::ConnectionManager,
+    script: &LuaScript,
+    call: &Cmd,
+    ping_first: bool,
+) -> RedisResult<T> {
+    match eval_async(connection, script, call, ping_first).await {
+        Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+            eval_async(connection, script, call, ping_first).await
+        }
+        other => other,
+    }
+}
+
 fn unknown_script(error: &RedisError) -> bool {
     error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }

@@ -7,6 +7,8 @@
 //! acquisition (which takes back exactly the one hold count the attempt added, reentrant or
 //! not), a withdrawal for an announcement. So a cancelled acquire leaves nothing behind in
 //! Redis, as the contract says; only an undo that itself fails leaves a hold, until its lease.
+//! (A withdrawal that meets a dead connection is sent once more; a release is not, since it must
+//! not run twice and whether the first try ran is unknown.)
 //!
 //! An attempt that runs into the command timeout is handled the same way: its caller hears
 //! `Connection`, while the call, still on the wire, is awaited in the background (a Redis that
