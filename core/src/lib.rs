@@ -45,8 +45,11 @@
 //!   `timeout`, a restart) fail no call: the direct ones are looked at before each use, and the
 //!   command connection is pinged every 30 s ([`ClientBuilder::ping_interval`]), which keeps
 //!   it open and replaces it after a restart. A server `timeout` shorter than the ping interval
-//!   may still close the command connection between two calls: a call of one's own then fails
-//!   once, while the watchdog's renewals, which may run twice, are sent again at once.
+//!   may still close the command connection between two calls. Calls that may run twice are
+//!   then sent again at once: the watchdog's renewals, reads (`is_locked`, `hold_count`,
+//!   `inspect`, ...), `extend` and a waiter's withdrawal. An acquire, a release or a
+//!   `force_unlock` that meets the dead connection fails once with [`Error::Connection`]: it
+//!   may have run, and must not run twice.
 //!
 //! Keys: see [`keys`] for the layout (every key of a name in one cluster slot). The scripts need
 //! Redis 5.0 or later and use nothing newer (a test keeps it so).

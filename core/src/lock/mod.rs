@@ -341,13 +341,18 @@ impl Lock {
             // end between two ticks.
             lease_ms = lease_ms.max(self.client.config.lease.as_millis() as u64);
         }
+        // Sent once more on a dead connection: extending twice is extending once.
         let script = &SCRIPTS.extend;
         let mut invocation = self.keyed(script);
         invocation
             .arg(self.mode.as_arg())
             .arg(owner.token())
             .arg(lease_ms);
-        match self.client.invoke(script, &invocation).await? {
+        match self
+            .client
+            .eval_rerunnable(script, &invocation, false)
+            .await?
+        {
             ExtendReply::Extended => Ok(()),
             ExtendReply::NotHeld { upto } => {
                 Err(self.not_held(&self.watch_key(owner), upto, Some(&marked)))
@@ -385,13 +390,16 @@ impl Lock {
     /// waiting writers and the last fencing token.
     pub async fn inspect(&self) -> Result<LockInfo> {
         const LISTED: u32 = 100;
+        // A read: sent once more on a dead connection.
         let script = &SCRIPTS.inspect;
         let mut invocation = self.keyed(script);
         invocation.arg(LISTED);
         type Row = (String, String, u32, u64, String, i64);
         type Reply = (u64, u64, u64, u64, Vec<Row>, u64);
-        let (now, last_fence, waiting, live, rows, waiting_readers): Reply =
-            self.client.invoke(script, &invocation).await?;
+        let (now, last_fence, waiting, live, rows, waiting_readers): Reply = self
+            .client
+            .eval_rerunnable(script, &invocation, false)
+            .await?;
         let holders: Vec<HolderInfo> = rows
             .into_iter()
             .map(|(mode, token, count, fence, meta, left)| {
@@ -480,11 +488,14 @@ impl Lock {
     }
 
     async fn state(&self, token: &str) -> Result<StateView> {
+        // A read: sent once more on a dead connection.
         let script = &SCRIPTS.state;
         let mut invocation = self.keyed(script);
         invocation.arg(token);
         let (write_held, readers, owner_writes, owner_reads, _waiting): (u8, u64, u32, u32, u64) =
-            self.client.invoke(script, &invocation).await?;
+            self.client
+                .eval_rerunnable(script, &invocation, false)
+                .await?;
         Ok(StateView {
             write_held: write_held == 1,
             readers,
