@@ -47,9 +47,12 @@
 //!   it open and replaces it after a restart. A server `timeout` shorter than the ping interval
 //!   may still close the command connection between two calls. Calls that may run twice are
 //!   then sent again at once: the watchdog's renewals, reads (`is_locked`, `hold_count`,
-//!   `inspect`, ...), `extend` and a waiter's withdrawal. An acquire, a release or a
-//!   `force_unlock` that meets the dead connection fails once with [`Error::Connection`]: it
-//!   may have run, and must not run twice.
+//!   `inspect`, ...), `extend` and a waiter's withdrawal. An acquire or a release goes to a
+//!   direct connection, and when that one is found closed, to the command connection after a
+//!   `PING` (which makes it reconnect if it was closed too). What may still fail once with
+//!   [`Error::Connection`] is a call that must not run twice (an acquire, a release, a
+//!   `force_unlock`) made on the command connection with no sign of its death beforehand:
+//!   direct connections turned off or all in use, or TLS.
 //!
 //! Keys: see [`keys`] for the layout (every key of a name in one cluster slot). The scripts need
 //! Redis 5.0 or later and use nothing newer (a test keeps it so).

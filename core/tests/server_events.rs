@@ -88,6 +88,43 @@ async fn reads_and_extends_after_a_server_idle_timeout_succeed() {
     .await;
 }
 
+/// Acquires and releases after every connection of the client sat idle past the server's
+/// `timeout`: the direct connections are found closed before use, and so is, by that sign, the
+/// command connection that a call would fall back to. No call fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquires_and_releases_after_a_server_idle_timeout_succeed() {
+    limited(60, async {
+        let server = RedisServer::start();
+        ok(server.command(&["CONFIG", "SET", "timeout", "1"]));
+        let client = connect(&server).await;
+        let lock = client.lock("idle cycles").unwrap();
+        let owner = Owner::random();
+        lock.release(&owner).await.unwrap_err(); // the connections are made and used
+        tokio::time::sleep(ms(2_200)).await;
+        let taken = lock.acquire(&owner, NOW, Some(ms(20_000))).await;
+        assert!(taken.is_ok(), "{taken:?}");
+        tokio::time::sleep(ms(2_200)).await;
+        let released = lock.release(&owner).await;
+        assert!(matches!(released, Ok(0)), "{released:?}");
+        // The same from a blocking caller.
+        let url = server.url();
+        tokio::task::spawn_blocking(move || {
+            let client = redlock_core::blocking::Client::connect(&url).unwrap();
+            let lock = client.lock("idle blocking cycles").unwrap();
+            lock.release(&owner).unwrap_err();
+            std::thread::sleep(ms(2_200));
+            let taken = lock.acquire(&owner, NOW, Some(ms(20_000)));
+            assert!(taken.is_ok(), "blocking: {taken:?}");
+            std::thread::sleep(ms(2_200));
+            let released = lock.release(&owner);
+            assert!(matches!(released, Ok(0)), "blocking: {released:?}");
+        })
+        .await
+        .unwrap();
+    })
+    .await;
+}
+
 /// A waiter cancelled after its client's command connection sat idle past the server's
 /// `timeout`: its withdrawal is the first call to meet the dead connection. Left announced, the
 /// waiter would be granted the lock at its holder's release, and the lock stay taken by nobody

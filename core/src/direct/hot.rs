@@ -15,7 +15,8 @@
 //! - A connection is reused only in step: one whose call was dropped mid-way or failed on I/O
 //!   is closed (a late reply must never be read as the next call's), and the idle ones with it
 //!   (a broken connection usually means a restart: they are all dead). One the server closed
-//!   while idle is found so before it is used, not by a failed call.
+//!   while idle is found so before it is used, not by a failed call; the multiplexed connection
+//!   the call then goes to is pinged first, since it has likely been closed too.
 //! - The caller keeps the command timeout and the cancellation handling as on the multiplexed
 //!   connection: a call here is a future like any other.
 //! - TLS addresses always use the multiplexed connection.
@@ -44,6 +45,16 @@ const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 pub(crate) enum HotConnection {
     Direct(PooledWire),
     Shared(ConnectionManager),
+    /// The multiplexed one when a direct one was just found closed: a server that closes idle
+    /// clients, or restarted, has likely closed it too, which its manager learns only from a
+    /// failed call. A `PING` goes first (its failure makes the manager reconnect), so that the
+    /// call itself, which must not be sent twice, does not fail on the dead connection.
+    Suspect(ConnectionManager),
+}
+
+/// The `PING` ahead of a call on a suspect connection. Its reply, or failure, is not the call's.
+async fn probe(shared: &mut ConnectionManager) {
+    let _ = shared.send_packed_command(&redis::cmd("PING")).await;
 }
 
 impl ConnectionLike for HotConnection {
@@ -51,6 +62,10 @@ impl ConnectionLike for HotConnection {
         match self {
             HotConnection::Direct(pooled) => pooled.wire().req_packed_command(cmd),
             HotConnection::Shared(shared) => shared.req_packed_command(cmd),
+            HotConnection::Suspect(shared) => Box::pin(async move {
+                probe(shared).await;
+                shared.req_packed_command(cmd).await
+            }),
         }
     }
 
@@ -65,13 +80,17 @@ impl ConnectionLike for HotConnection {
                 pooled.wire().req_packed_commands(pipeline, offset, count)
             }
             HotConnection::Shared(shared) => shared.req_packed_commands(pipeline, offset, count),
+            HotConnection::Suspect(shared) => Box::pin(async move {
+                probe(shared).await;
+                shared.req_packed_commands(pipeline, offset, count).await
+            }),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             HotConnection::Direct(pooled) => pooled.wire.as_ref().map_or(0, |w| w.db),
-            HotConnection::Shared(shared) => shared.get_db(),
+            HotConnection::Shared(shared) | HotConnection::Suspect(shared) => shared.get_db(),
         }
     }
 }
@@ -127,12 +146,14 @@ impl HotConnections {
                 wire: Some(wire),
                 pool: self.clone(),
             })),
-            dead_or_none => {
-                if dead_or_none.is_some() {
-                    self.broken();
-                }
+            None => {
                 self.open_one_more();
                 shared().map(HotConnection::Shared)
+            }
+            Some(_dead) => {
+                self.broken();
+                self.open_one_more();
+                shared().map(HotConnection::Suspect)
             }
         }
     }
