@@ -169,6 +169,41 @@ async fn a_watched_hold_stays_kept_after_a_short_extend() {
     .await;
 }
 
+/// The same through another client presenting the token (another process or language, which
+/// cannot know the hold is watched): a short extend made a watched hold (write or read) expire
+/// between two renewals, and another owner took the lock while the holder was not told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_hold_stays_kept_after_a_short_extend_through_another_client() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let (holding, events) = recording_losses(&server, ms(3_000)).await;
+        let elsewhere = connect(&server).await;
+        for (round, read) in [(0, false), (1, true)] {
+            let name = format!("short-extend-elsewhere-{round}");
+            let view = |client: &Client| {
+                let rw = client.read_write_lock(&name).unwrap();
+                if read { rw.read() } else { rw.write() }
+            };
+            let owner = Owner::random();
+            let hold = view(&holding).acquire(&owner, NOW, None).await.unwrap();
+            let handed = Owner::from_token(owner.token()).unwrap();
+            view(&elsewhere).extend(&handed, ms(50)).await.unwrap();
+            tokio::time::sleep(ms(400)).await;
+            let writer = Owner::random();
+            let taken = elsewhere.read_write_lock(&name).unwrap().write();
+            let intruded = taken.acquire(&writer, NOW, Some(ms(5_000))).await.is_ok();
+            let held = view(&holding).is_held_by(&owner).await.unwrap();
+            assert!(
+                held && !intruded && !hold.is_lost(),
+                "{name}: held {held}, another owner got in {intruded}, events {}",
+                events.lock().unwrap().len()
+            );
+            assert_eq!(view(&holding).release(&owner).await.unwrap(), 0);
+        }
+    })
+    .await;
+}
+
 /// After a restart without persistence, extend of a watched hold finds it gone: it should
 /// say LockLost (and report it) as a release does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

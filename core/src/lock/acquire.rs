@@ -49,7 +49,10 @@ impl Lock {
         // An unrepresentable deadline is "forever".
         let deadline = wait.and_then(|w| started.checked_add(w));
         let will_wait = wait != Some(Duration::ZERO);
-        let meta = HolderMetadata::current_json(options.label.as_deref());
+        let mut meta = HolderMetadata::current_json(options.label.as_deref());
+        if watched {
+            HolderMetadata::mark_watched(&mut meta, lease_ms);
+        }
         let waiter = if will_wait {
             self.client.pubsub.waiter_id(owner.token())
         } else {

@@ -328,7 +328,10 @@ impl Lock {
     }
 
     /// Sets the lease of `owner`'s hold to `lease` from now. A watchdog-kept hold stays kept
-    /// (its lease is not set below the watchdog's).
+    /// (its lease is not set below the watchdog's), whichever client extends it: one of
+    /// another process or language presenting the token too, since the hold's metadata in Redis
+    /// says so. (A hold first taken with a fixed lease and re-entered under the watchdog is not
+    /// marked.)
     pub async fn extend(&self, owner: &Owner, lease: Duration) -> Result<()> {
         let mut lease_ms = validate_lease(lease)?;
         self.tidied(owner).await?;
