@@ -414,6 +414,12 @@ impl Lock {
         block_on(async move { lock.hold_count(owner).await })
     }
 
+    /// See [`crate::Lock::fencing_token`].
+    pub fn fencing_token(&self, owner: &Owner) -> Result<Option<u64>> {
+        let lock = self.current()?;
+        block_on(async move { lock.fencing_token(owner).await })
+    }
+
     pub fn inspect(&self) -> Result<LockInfo> {
         let lock = self.current()?;
         block_on(async move { lock.inspect().await })

@@ -113,3 +113,66 @@ async fn fences_from_two_to_the_53_on_are_refused_not_repeated() {
     assert!(!rw.write().is_locked().await.unwrap());
     assert_eq!(lock_keys(&server), Vec::<String>::new());
 }
+
+/// The owner's fencing token per Redis, asked through any client: the hold's own, the same on
+/// re-entry, and none once the hold is released elsewhere, has expired or was force-unlocked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fencing_token_asked_of_redis_is_the_current_holds_or_none() {
+    let server = RedisServer::start();
+    let (mine, elsewhere) = (connect(&server).await, connect(&server).await);
+    let owner = Owner::random();
+    let handed = Owner::from_token(owner.token()).unwrap();
+    let rw = mine.read_write_lock("asked fence").unwrap();
+    let rw_elsewhere = elsewhere.read_write_lock("asked fence").unwrap();
+    assert_eq!(rw.write().fencing_token(&owner).await.unwrap(), None);
+
+    let fence = rw
+        .write()
+        .acquire(&owner, NOW, None)
+        .await
+        .unwrap()
+        .fencing_token();
+    rw_elsewhere
+        .write()
+        .acquire(&handed, NOW, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        rw_elsewhere.write().fencing_token(&handed).await.unwrap(),
+        Some(fence)
+    );
+    // A downgrade: the read hold has a token of its own, larger.
+    let read_fence = rw
+        .read()
+        .acquire(&owner, NOW, None)
+        .await
+        .unwrap()
+        .fencing_token();
+    assert!(read_fence > fence);
+    assert_eq!(
+        rw.read().fencing_token(&owner).await.unwrap(),
+        Some(read_fence)
+    );
+    assert_eq!(
+        rw.read().fencing_token(&Owner::random()).await.unwrap(),
+        None
+    );
+    for _ in 0..2 {
+        rw_elsewhere.write().release(&handed).await.unwrap();
+    }
+    assert_eq!(rw.write().fencing_token(&owner).await.unwrap(), None);
+    assert_eq!(
+        rw.read().fencing_token(&owner).await.unwrap(),
+        Some(read_fence)
+    );
+    rw.read().release(&owner).await.unwrap();
+    assert_eq!(rw.read().fencing_token(&owner).await.unwrap(), None);
+
+    let lock = mine.lock("asked fence, expired").unwrap();
+    lock.acquire(&owner, NOW, Some(ms(100))).await.unwrap();
+    tokio::time::sleep(ms(300)).await;
+    assert_eq!(lock.fencing_token(&owner).await.unwrap(), None);
+    lock.acquire(&owner, NOW, None).await.unwrap();
+    assert!(lock.force_unlock().await.unwrap());
+    assert_eq!(lock.fencing_token(&owner).await.unwrap(), None);
+}

@@ -207,6 +207,8 @@ struct StateView {
     readers: u64,
     owner_writes: u32,
     owner_reads: u32,
+    owner_write_fence: Option<u64>,
+    owner_read_fence: Option<u64>,
 }
 
 impl Lock {
@@ -389,6 +391,18 @@ impl Lock {
         })
     }
 
+    /// The fencing token of `owner`'s hold of this view, per Redis (`None` when it holds none: it
+    /// never did, released it, or the hold expired or was force-unlocked), whichever client took
+    /// the hold. Comes after the tidy-ups of the owner's ended acquires, as `hold_count` does.
+    pub async fn fencing_token(&self, owner: &Owner) -> Result<Option<u64>> {
+        self.tidied(owner).await?;
+        let state = self.state(owner.token()).await?;
+        Ok(match self.mode {
+            Mode::Write => state.owner_write_fence,
+            Mode::Read => state.owner_read_fence,
+        })
+    }
+
     /// A snapshot of the whole name: mode, holders (up to 100) with counts and metadata, leases,
     /// waiting writers and the last fencing token.
     pub async fn inspect(&self) -> Result<LockInfo> {
@@ -495,15 +509,18 @@ impl Lock {
         let script = &SCRIPTS.state;
         let mut invocation = self.keyed(script);
         invocation.arg(token);
-        let (write_held, readers, owner_writes, owner_reads, _waiting): (u8, u64, u32, u32, u64) =
-            self.client
-                .eval_rerunnable(script, &invocation, false)
-                .await?;
+        type Reply = (u8, u64, u32, u32, Option<u64>, Option<u64>);
+        let (write_held, readers, owner_writes, owner_reads, write_fence, read_fence): Reply = self
+            .client
+            .eval_rerunnable(script, &invocation, false)
+            .await?;
         Ok(StateView {
             write_held: write_held == 1,
             readers,
             owner_writes,
             owner_reads,
+            owner_write_fence: write_fence,
+            owner_read_fence: read_fence,
         })
     }
 }
