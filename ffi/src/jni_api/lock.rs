@@ -158,6 +158,23 @@ pub extern "system" fn Java_io_redlock_Native_holdCount<'local>(
     })
 }
 
+/// `static native long fencingToken(long lock, String ownerToken)`: the fencing token of the
+/// owner's hold of this view, from Redis; 0 when it holds none (tokens start at 1).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_redlock_Native_fencingToken<'local>(
+    mut env: JNIEnv<'local>,
+    _class: JClass<'local>,
+    lock: jlong,
+    owner_token: JString<'local>,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let lock = lock_at(lock)?;
+        let owner = owner(env, &owner_token)?;
+        let fence = lock.fencing_token(&owner)?.unwrap_or(0);
+        Ok(jlong::try_from(fence).unwrap_or(jlong::MAX))
+    })
+}
+
 /// `static native boolean isLocked(long lock)`: whether anyone holds this view.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_redlock_Native_isLocked<'local>(

@@ -55,9 +55,12 @@ public interface DistributedLock extends Lock {
   /**
    * The fencing token of the owner's current hold, taken through this object: for one name,
    * tokens of exclusive and write acquisitions strictly increase (a re-entry returns the token of
-   * the hold it re-enters).
+   * the hold it re-enters). Asked of Redis (one round trip), as Python's {@code fencing_token}:
+   * a hold that expired, was force-unlocked or was released through another client or language
+   * is not reported.
    *
-   * @throws IllegalMonitorStateException if the owner has no hold taken through this object
+   * @throws IllegalMonitorStateException if the owner has no hold taken through this object, or
+   *     no longer holds the lock
    */
   long fencingToken();
 

@@ -50,6 +50,9 @@ final class Native {
 
   static native int holdCount(long lock, String ownerToken);
 
+  /** The fencing token of the owner's hold, from Redis; 0 when it holds none. */
+  static native long fencingToken(long lock, String ownerToken);
+
   static native boolean isLocked(long lock);
 
   static native boolean forceUnlock(long lock);

@@ -152,12 +152,24 @@ final class TokenLock implements DistributedLock {
 
   @Override
   public long fencingToken() {
-    NativeHold hold = state.holds.get(owner.get());
-    if (hold == null) {
+    String token = owner.get();
+    if (!state.holds.containsKey(token)) {
       throw new IllegalMonitorStateException(
           "no hold of lock '" + name + "' was taken by this owner through this object");
     }
-    return hold.fencingToken;
+    long fence;
+    try {
+      fence = Native.fencingToken(state.handle, token);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    if (fence == 0) {
+      throw new IllegalMonitorStateException(
+          "the owner no longer holds lock '"
+              + name
+              + "' (released elsewhere, expired or force-unlocked)");
+    }
+    return fence;
   }
 
   @Override

@@ -138,4 +138,32 @@ class ExclusiveLockTest extends RedisTestBase {
       throw new AssertionError(e);
     }
   }
+
+  /**
+   * A fixed-lease hold handed over by token and released through another client (as another
+   * process or language would): the owner holds nothing any more, and fencingToken() says so
+   * (as Python's fencing_token reads None). It used to report the ended hold's token.
+   */
+  @Test
+  void fencingTokenOfAHoldReleasedElsewhereIsNotReported() throws Exception {
+    String name = uniqueName();
+    String token = RedlockClient.newOwnerToken();
+    DistributedLock mine = client().getLock(name, token);
+    assertTrue(mine.tryLock(0, 10_000, TimeUnit.MILLISECONDS));
+    assertTrue(mine.fencingToken() > 0);
+    client().getLock(name, token).unlock();
+    assertEquals(0, mine.getHoldCount());
+    assertThrows(IllegalMonitorStateException.class, mine::fencingToken);
+  }
+
+  /** The same after a fixed lease ran out. */
+  @Test
+  void fencingTokenOfAnExpiredHoldIsNotReported() throws Exception {
+    DistributedLock lock = client().getLock(uniqueName());
+    assertTrue(lock.tryLock(0, 300, TimeUnit.MILLISECONDS));
+    assertTrue(lock.fencingToken() > 0);
+    Thread.sleep(700);
+    assertFalse(lock.isHeldByCurrentThread());
+    assertThrows(IllegalMonitorStateException.class, lock::fencingToken);
+  }
 }
