@@ -112,3 +112,27 @@ def test_read_fencing_token(client: rl.Client) -> None:
     with rw.read_lock():
         assert isinstance(rw.read_lock().fencing_token, int)
         assert rw.write_lock().fencing_token is None
+
+
+def test_inspect_counts_the_readers_waiting(client: rl.Client) -> None:
+    # As C's "waiting_readers", Go's LockInfo.WaitingReaders and Java's waitingReaders().
+    rw = client.rw_lock("waiting-readers", owner="writer-token")
+    assert rw.write_lock().acquire(blocking=False)
+    reader = client.rw_lock("waiting-readers").read_lock()
+    got: list[bool] = []
+
+    def read() -> None:
+        got.append(reader.acquire(timeout=5.0))
+        reader.release()
+
+    t = threading.Thread(target=read)
+    t.start()
+    try:
+        time.sleep(0.3)  # the reader is waiting now
+        info = client.inspect("waiting-readers")
+        assert (info["waiting_writers"], info["waiting_readers"]) == (0, 1), info
+    finally:
+        rw.write_lock().release()
+        t.join()
+    assert got == [True]
+    assert client.inspect("waiting-readers")["waiting_readers"] == 0

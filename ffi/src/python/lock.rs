@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use redlock_core::{AcquireOptions, Error, Hold, Mode, blocking};
+use redlock_core::{AcquireOptions, Mode, blocking};
 
 use super::error::{NativeError, lease_seconds, seconds, wait_seconds};
 use super::on_runtime;
@@ -19,7 +19,6 @@ use super::registry::Registry;
 pub struct NativeLock {
     client: blocking::Client,
     lock: blocking::Lock,
-    holds: Arc<HoldBook>,
     /// Stored with each hold instead of the owner's label, when given.
     label: Option<String>,
     /// Acquires still waiting after their first slice, until Python takes them by ticket.
@@ -49,7 +48,6 @@ impl NativeLock {
         LOCKS.register(|id| NativeLock {
             client,
             lock,
-            holds: Arc::default(),
             label,
             parked: Mutex::default(),
             id,
@@ -86,13 +84,12 @@ impl NativeLock {
         let owner = NativeOwner::by_id(owner_id)?;
         let (owner, options) = self.prepare(&owner, wait, lease)?;
         match self.lock.start_acquire(&owner, options, None, first_wait)? {
-            blocking::Started::Acquired(hold) => {
-                self.holds.record(&hold);
+            blocking::Started::Acquired(_) => {
                 delivered(ticket);
                 Ok(true)
             }
             blocking::Started::Waiting(pending) => {
-                let pending = PendingAcquire::new(pending, self.holds.clone(), ticket);
+                let pending = PendingAcquire::new(pending, ticket);
                 self.parked.lock().unwrap().insert(ticket, pending);
                 Ok(false)
             }
@@ -103,9 +100,7 @@ impl NativeLock {
     /// in this mode. Python calls it through `fast` (`redlock_python_release`).
     pub(crate) fn release(&self, owner_id: u64) -> Result<u32, NativeError> {
         let owner = NativeOwner::by_id(owner_id)?.owner.clone();
-        let result = self.lock.release(&owner);
-        self.holds.after_release(owner.token(), &result);
-        Ok(result?)
+        Ok(self.lock.release(&owner)?)
     }
 
     /// Starts an acquire for the owner with id `owner_id` that the caller's asyncio loop polls
@@ -122,7 +117,7 @@ impl NativeLock {
         let owner = NativeOwner::by_id(owner_id)?;
         let (owner, options) = self.prepare(&owner, wait, lease)?;
         let call = self.lock.acquire_polled(&owner, options)?;
-        polled::start_acquire(call, self.holds.clone(), wakeups)
+        polled::start_acquire(call, wakeups)
     }
 
     /// Starts a release of one hold of the owner with id `owner_id` that the caller's asyncio
@@ -134,8 +129,7 @@ impl NativeLock {
     ) -> Result<u64, NativeError> {
         let owner = NativeOwner::by_id(owner_id)?.owner.clone();
         let call = self.lock.release_polled(&owner)?;
-        let token = owner.token().to_owned();
-        polled::start_release(call, self.holds.clone(), token, wakeups)
+        polled::start_release(call, wakeups)
     }
 
     fn prepare(
@@ -231,27 +225,11 @@ impl NativeLock {
         on_runtime(async move { Ok(view.hold_count(&owner).await?) }).await
     }
 
-    /// The fencing token of `owner`'s hold of this view, `None` when it holds none.
-    ///
-    /// Asked of Redis (one round trip), so a hold that expired, was force-unlocked or was
-    /// released through another handle reads as `None`. Inspect lists at most 100 holders; for
-    /// a reader beyond them, the token this object handed out is used if the owner still reads.
+    /// The fencing token of `owner`'s hold of this view, `None` when it holds none: asked of
+    /// Redis (one round trip), so a hold that expired, was force-unlocked or was released
+    /// through another handle reads as `None`.
     pub fn fencing_token(&self, owner: Arc<NativeOwner>) -> Result<Option<u64>, NativeError> {
-        let owner = owner.owner.clone();
-        let info = self.lock.inspect()?;
-        let mode = self.lock.mode();
-        let listed = info
-            .holders
-            .iter()
-            .find(|h| h.mode == mode && h.owner_token == owner.token());
-        if let Some(holder) = listed {
-            return Ok(Some(holder.fencing_token));
-        }
-        let truncated = (info.holders.len() as u64) < info.holder_count;
-        match self.holds.fence(owner.token()) {
-            Some(fence) if truncated && self.lock.is_held_by(&owner)? => Ok(Some(fence)),
-            _ => Ok(None),
-        }
+        Ok(self.lock.fencing_token(&owner.owner)?)
     }
 
     /// A snapshot of the whole name (both views).
@@ -262,33 +240,5 @@ impl NativeLock {
     /// Clears the name whoever holds it; true when it was held.
     pub fn force_unlock(&self) -> Result<bool, NativeError> {
         Ok(self.lock.force_unlock()?)
-    }
-}
-
-/// The fencing tokens this object handed out, by owner token: only needed when inspect's
-/// listing is too short to show the owner. Entries belong to the process that acquired them.
-#[derive(Default)]
-pub(crate) struct HoldBook {
-    fences: Mutex<HashMap<String, (u32, u64)>>,
-}
-
-impl HoldBook {
-    pub(crate) fn record(&self, hold: &Hold) {
-        let entry = (std::process::id(), hold.fencing_token());
-        let mut fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
-        fences.insert(hold.owner().token().to_owned(), entry);
-    }
-
-    pub(crate) fn after_release(&self, token: &str, result: &Result<u32, Error>) {
-        if matches!(result, Ok(0) | Err(Error::NotHeld | Error::LockLost)) {
-            let mut fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
-            fences.remove(token);
-        }
-    }
-
-    fn fence(&self, token: &str) -> Option<u64> {
-        let fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
-        let (pid, fence) = fences.get(token)?;
-        (*pid == std::process::id()).then_some(*fence)
     }
 }

@@ -9,27 +9,17 @@ use std::time::Duration;
 use redlock_core::blocking;
 
 use super::error::{NativeError, seconds};
-use super::lock::HoldBook;
 
 #[derive(uniffi::Object)]
 pub struct PendingAcquire {
     pending: blocking::PendingAcquire,
-    holds: Arc<HoldBook>,
     /// The Python call's ticket (see `NativeLock::take_delivered`).
     ticket: u64,
 }
 
 impl PendingAcquire {
-    pub(crate) fn new(
-        pending: blocking::PendingAcquire,
-        holds: Arc<HoldBook>,
-        ticket: u64,
-    ) -> Arc<Self> {
-        Arc::new(PendingAcquire {
-            pending,
-            holds,
-            ticket,
-        })
+    pub(crate) fn new(pending: blocking::PendingAcquire, ticket: u64) -> Arc<Self> {
+        Arc::new(PendingAcquire { pending, ticket })
     }
 }
 
@@ -40,8 +30,7 @@ impl PendingAcquire {
     pub fn wait(&self, timeout: f64) -> Result<bool, NativeError> {
         let timeout = seconds("timeout", timeout)?.min(Duration::from_secs(3600));
         match self.pending.wait(timeout)? {
-            Some(hold) => {
-                self.holds.record(&hold);
+            Some(_) => {
                 super::lock::delivered(self.ticket);
                 Ok(true)
             }

@@ -18,7 +18,6 @@ use std::time::Duration;
 use redlock_core::{Hold, blocking};
 
 use super::error::NativeError;
-use super::lock::HoldBook;
 use super::registry::Table;
 use super::wake::{CallWaker, LoopWakeups};
 
@@ -29,15 +28,8 @@ pub(crate) struct PolledCall {
 }
 
 enum Kind {
-    Acquire {
-        call: blocking::Polled<Hold>,
-        holds: Arc<HoldBook>,
-    },
-    Release {
-        call: blocking::Polled<u32>,
-        holds: Arc<HoldBook>,
-        token: String,
-    },
+    Acquire { call: blocking::Polled<Hold> },
+    Release { call: blocking::Polled<u32> },
 }
 
 /// Every call Python has started and not ended, by id.
@@ -77,20 +69,14 @@ pub(crate) fn free_loop(id: u64) {
 /// cannot watch a descriptor); returns the call's id.
 pub(crate) fn start_acquire(
     call: blocking::Polled<Hold>,
-    holds: Arc<HoldBook>,
     wakeups: u64,
 ) -> Result<u64, NativeError> {
-    start(Kind::Acquire { call, holds }, wakeups)
+    start(Kind::Acquire { call }, wakeups)
 }
 
 /// Starts a release polled by the caller's loop (see [`start_acquire`]); returns its id.
-pub(crate) fn start_release(
-    call: blocking::Polled<u32>,
-    holds: Arc<HoldBook>,
-    token: String,
-    wakeups: u64,
-) -> Result<u64, NativeError> {
-    start(Kind::Release { call, holds, token }, wakeups)
+pub(crate) fn start_release(call: blocking::Polled<u32>, wakeups: u64) -> Result<u64, NativeError> {
+    start(Kind::Release { call }, wakeups)
 }
 
 fn start(kind: Kind, wakeups: u64) -> Result<u64, NativeError> {
@@ -119,19 +105,13 @@ pub(crate) fn drive(id: u64) -> Result<Option<u32>, NativeError> {
     let polled = by_id(id)?;
     polled.wake.clear();
     match &polled.kind {
-        Kind::Acquire { call, holds } => match call.poll(&polled.waker) {
+        Kind::Acquire { call } => match call.poll(&polled.waker) {
             Poll::Pending => Ok(None),
-            Poll::Ready(outcome) => {
-                holds.record(&outcome?);
-                Ok(Some(1))
-            }
+            Poll::Ready(outcome) => outcome.map(|_| Some(1)).map_err(Into::into),
         },
-        Kind::Release { call, holds, token } => match call.poll(&polled.waker) {
+        Kind::Release { call } => match call.poll(&polled.waker) {
             Poll::Pending => Ok(None),
-            Poll::Ready(outcome) => {
-                holds.after_release(token, &outcome);
-                Ok(Some(outcome?))
-            }
+            Poll::Ready(outcome) => Ok(Some(outcome?)),
         },
     }
 }
@@ -149,7 +129,7 @@ pub(crate) fn end(id: u64) {
     };
     polled.wake.end();
     match &polled.kind {
-        Kind::Acquire { call, .. } => call.abandon(),
-        Kind::Release { call, .. } => call.abandon(),
+        Kind::Acquire { call } => call.abandon(),
+        Kind::Release { call } => call.abandon(),
     }
 }

@@ -30,6 +30,7 @@ pub struct LockInfoRecord {
     pub holders: Vec<HolderRecord>,
     pub holder_count: u64,
     pub waiting_writers: u64,
+    pub waiting_readers: u64,
     pub lease_left: Option<f64>,
     pub last_fencing_token: u64,
 }
@@ -90,6 +91,7 @@ impl From<LockInfo> for LockInfoRecord {
             holders: info.holders.into_iter().map(Into::into).collect(),
             holder_count: info.holder_count,
             waiting_writers: info.waiting_writers,
+            waiting_readers: info.waiting_readers,
             lease_left: info.lease_left.map(secs),
             last_fencing_token: info.last_fencing_token,
         }

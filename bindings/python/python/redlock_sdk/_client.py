@@ -134,7 +134,8 @@ class Client:
 
             {"name", "mode": "write" | "read" | None, "holders": [{"owner", "mode",
              "hold_count", "fencing_token", "ttl", "host", "pid", "thread", "acquired_at",
-             "held_for"}], "holder_count", "waiting_writers", "ttl", "fencing_token"}
+             "held_for"}], "holder_count", "waiting_writers", "waiting_readers", "ttl",
+             "fencing_token"}
 
         ``ttl`` values are seconds of lease left; the top-level ``fencing_token`` is the newest
         token issued for the name's hash slot (an upper bound of the name's own last token).

@@ -59,6 +59,7 @@ def info_dict(info: _native.LockInfoRecord) -> dict[str, Any]:
         "holders": [holder_dict(h) for h in info.holders],
         "holder_count": info.holder_count,
         "waiting_writers": info.waiting_writers,
+        "waiting_readers": info.waiting_readers,
         "ttl": info.lease_left,
         "fencing_token": info.last_fencing_token,
     }

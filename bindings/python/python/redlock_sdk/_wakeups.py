@@ -20,6 +20,10 @@ from . import _fast
 _TAKE = 64  # woken call ids taken per native call
 
 
+class _Sentinel:
+    __slots__ = ("__weakref__",)
+
+
 class _LoopWakeups:
     """One event loop's wake-ups: the loop watches their descriptor, and each time it is
     readable, takes the ids of the woken calls and wakes the tasks polling them."""
@@ -36,8 +40,14 @@ class _LoopWakeups:
         self._running: set[int] = set()
         self._waiting: dict[int, asyncio.Future[None]] = {}
         self._woken: set[int] = set()
+        # The loop's reader holds the only reference to `gone`: it goes when the loop can no
+        # longer run its reader (closed, or collected), and then the calls still polled by this
+        # loop are ended, since their tasks can never run again (an acquire is cancelled, and a
+        # lock granted to it meanwhile is given back, instead of staying held for its lease).
+        gone = _Sentinel()
+        weakref.finalize(gone, self._end_running)
         try:
-            loop.add_reader(_fast.loop_fd(wakeups), self._take)
+            loop.add_reader(_fast.loop_fd(wakeups), self._take, gone)
         except BaseException:
             self._free()
             raise
@@ -59,7 +69,11 @@ class _LoopWakeups:
             if self._waiting.get(call) is future:
                 del self._waiting[call]
 
-    def _take(self) -> None:
+    def _end_running(self) -> None:
+        for call in list(self._running):
+            _fast.end(call)
+
+    def _take(self, _gone: _Sentinel | None = None) -> None:
         buffer = self._buffer
         while True:
             taken = _fast.take_woken(self.id, buffer, _TAKE)
