@@ -81,7 +81,7 @@ public interface DistributedLock extends Lock {
    *
    * @throws NotHeldException if the owner does not hold the lock in this mode
    * @throws LockLostException if the watchdog kept the hold and Redis no longer has it
-   * @throws IllegalArgumentException if {@code lease} is not positive
+   * @throws IllegalArgumentException if {@code lease} is under 1 ms (as an acquire's lease)
    */
   void extend(long lease, TimeUnit unit);
 

@@ -202,12 +202,10 @@ final class TokenLock implements DistributedLock {
 
   @Override
   public void extend(long lease, TimeUnit unit) {
-    Objects.requireNonNull(unit, "unit");
-    if (lease <= 0) {
-      throw new IllegalArgumentException("lease must be positive, got " + lease + " " + unit);
-    }
+    // The same rule as an acquire's lease (and the core's): at least 1 ms.
+    long millis = leaseMillis(lease, unit);
     try {
-      Native.extend(state.handle, owner.get(), Math.max(1, unit.toMillis(lease)));
+      Native.extend(state.handle, owner.get(), millis);
     } finally {
       Reference.reachabilityFence(this);
     }

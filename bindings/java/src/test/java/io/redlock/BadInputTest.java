@@ -97,6 +97,8 @@ class BadInputTest extends RedisTestBase {
     assertTrue(lock.tryLock(0, 300, TimeUnit.MILLISECONDS));
     assertThrows(IllegalArgumentException.class, () -> lock.extend(0, TimeUnit.SECONDS));
     assertThrows(IllegalArgumentException.class, () -> lock.extend(-1, TimeUnit.SECONDS));
+    // As an acquire's lease (and Python's, and the core's): under 1 ms is refused, not rounded.
+    assertThrows(IllegalArgumentException.class, () -> lock.extend(500, TimeUnit.MICROSECONDS));
     assertThrows(NullPointerException.class, () -> lock.extend(1, null));
     lock.extend(10, TimeUnit.SECONDS);
     Thread.sleep(600); // past the first lease: the extended hold is still there
