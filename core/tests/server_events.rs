@@ -471,6 +471,26 @@ fn flush_scripts_until(
     })
 }
 
+/// After a single `SCRIPT FLUSH`, a call loads its script with `SCRIPT LOAD` (which Redis 7.4+
+/// never evicts, unlike scripts cached by `EVAL`), and `EVAL` is kept for a second flush.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_script_is_loaded_not_evaled() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let client = connect(&server).await;
+        let lock = client.lock("loaded again").unwrap();
+        let owner = Owner::random();
+        lock.acquire(&owner, NOW, None).await.unwrap();
+        ok(server.command(&["SCRIPT", "FLUSH"]));
+        ok(server.command(&["CONFIG", "RESETSTAT"]));
+        assert_eq!(lock.release(&owner).await.unwrap(), 0);
+        let stats = server.command(&["INFO", "commandstats"]);
+        assert!(stats.contains("cmdstat_script|load:calls=1,"), "{stats}");
+        assert!(!stats.contains("cmdstat_eval:"), "{stats}");
+    })
+    .await;
+}
+
 /// `SCRIPT FLUSH` over and over (a server that keeps forgetting scripts; in the audit, one flush
 /// every 5 ms): every call must still work. A call answered NOSCRIPT used to load the script and
 /// call it by SHA again, which a second flush between the two failed.

@@ -48,10 +48,11 @@ pub(crate) fn keyed(script: &LuaScript, keys: &LockKeys) -> Cmd {
 }
 
 /// Runs `call`, an `EVALSHA` of `script`, on a plain connection. A server that does not know
-/// the script (a restart, a failover or `SCRIPT FLUSH` forgot it) gets the call again as an
-/// `EVAL` of its source, which also caches it there: not `SCRIPT LOAD` and the `EVALSHA` again,
-/// which a second flush between the two failed. With `ping_first` the call goes out behind a
-/// `PING`, in the same write (see [`behind_ping`]).
+/// the script (a restart, a failover or `SCRIPT FLUSH` forgot it) is given it by `SCRIPT LOAD`
+/// (which Redis 7.4+ never evicts, unlike scripts cached by `EVAL`) and gets the call again;
+/// should a second flush land between the two, the call goes once more as an `EVAL` of the
+/// source, which cannot miss. With `ping_first` the call goes out behind a `PING`, in the same
+/// write (see [`behind_ping`]).
 pub(crate) fn eval_sync<T: FromRedisValue>(
     connection: &mut dyn ConnectionLike,
     script: &LuaScript,
@@ -66,6 +67,11 @@ pub(crate) fn eval_sync<T: FromRedisValue>(
         }
     };
     match run(connection, call) {
+        Err(e) if unknown_script(&e) => {}
+        other => return other,
+    }
+    load(script).query::<()>(connection)?;
+    match run(connection, call) {
         Err(e) if unknown_script(&e) => run(connection, &with_source(script, call)),
         other => other,
     }
@@ -78,6 +84,11 @@ pub(crate) async fn eval_async<T: FromRedisValue, C: redis::aio::ConnectionLike>
     call: &Cmd,
     ping_first: bool,
 ) -> RedisResult<T> {
+    match query_async(connection, call, ping_first).await {
+        Err(e) if unknown_script(&e) => {}
+        other => return other,
+    }
+    load(script).query_async::<()>(connection).await?;
     match query_async(connection, call, ping_first).await {
         Err(e) if unknown_script(&e) => {
             query_async(connection, &with_source(script, call), ping_first).await
@@ -106,6 +117,13 @@ pub(crate) async fn eval_rerunnable<T: FromRedisValue>(
 
 fn unknown_script(error: &RedisError) -> bool {
     error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+}
+
+/// `SCRIPT LOAD` of `script`.
+fn load(script: &LuaScript) -> Cmd {
+    let mut load = redis::cmd("SCRIPT");
+    load.arg("LOAD").arg(script.source());
+    load
 }
 
 /// `call`, an `EVALSHA` of `script`, as an `EVAL` of its source with the same keys and arguments.
