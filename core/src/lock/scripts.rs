@@ -1,7 +1,7 @@
 //! The Lua scripts, each one round trip. Called by SHA; a call the server answers with
-//! `NOSCRIPT` (a restart, a failover or `SCRIPT FLUSH` forgot it) is sent again as an `EVAL` of
-//! the source (see `calls`). Only keys and arguments vary: no caller text is ever spliced into a
-//! script.
+//! `NOSCRIPT` (a restart, a failover or `SCRIPT FLUSH` forgot it) loads the script and is sent
+//! again, as an `EVAL` of the source if it was forgotten once more (see `calls`). Only keys and
+//! arguments vary: no caller text is ever spliced into a script.
 
 use std::sync::LazyLock;
 
