@@ -29,6 +29,13 @@ fn ok(reply: String) {
     assert!(reply.starts_with("+OK"), "{reply}");
 }
 
+/// A server that closes connections idle for more than a second (its `timeout` setting).
+fn closing_idle_clients_after_a_second() -> RedisServer {
+    let server = RedisServer::start();
+    ok(server.command(&["CONFIG", "SET", "timeout", "1"]));
+    server
+}
+
 /// A server that closes connections idle for more than a second (`CONFIG SET timeout 1`): a
 /// watched hold must stay kept while its client runs and Redis answers. The watchdog renews
 /// every lease/3 on the command connection, which sits idle in between; the server closes it,
@@ -37,8 +44,7 @@ fn ok(reply: String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watched_hold_survives_a_server_idle_timeout_shorter_than_the_renewal_period() {
     limited(60, async {
-        let server = RedisServer::start();
-        ok(server.command(&["CONFIG", "SET", "timeout", "1"]));
+        let server = closing_idle_clients_after_a_second();
         let (client, events) = recording_losses(&server, ms(7_500)).await;
         let lock = client.lock("idle renewals").unwrap();
         let owner = Owner::random();
@@ -66,8 +72,7 @@ async fn a_watched_hold_survives_a_server_idle_timeout_shorter_than_the_renewal_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_and_extends_after_a_server_idle_timeout_succeed() {
     limited(60, async {
-        let server = RedisServer::start();
-        ok(server.command(&["CONFIG", "SET", "timeout", "1"]));
+        let server = closing_idle_clients_after_a_second();
         let client = connect(&server).await;
         let lock = client.lock("idle reads").unwrap();
         let owner = Owner::random();
@@ -94,8 +99,7 @@ async fn reads_and_extends_after_a_server_idle_timeout_succeed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquires_and_releases_after_a_server_idle_timeout_succeed() {
     limited(60, async {
-        let server = RedisServer::start();
-        ok(server.command(&["CONFIG", "SET", "timeout", "1"]));
+        let server = closing_idle_clients_after_a_second();
         let client = connect(&server).await;
         let lock = client.lock("idle cycles").unwrap();
         let owner = Owner::random();
@@ -132,8 +136,7 @@ async fn acquires_and_releases_after_a_server_idle_timeout_succeed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_cancelled_after_a_server_idle_timeout_is_withdrawn() {
     limited(60, async {
-        let server = RedisServer::start();
-        ok(server.command(&["CONFIG", "SET", "timeout", "1"]));
+        let server = closing_idle_clients_after_a_second();
         // Pinged more often than the server's timeout, as a user of such a server would
         // configure it: its own calls stay on a live connection.
         let holder_client = builder(&server)
