@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -24,6 +25,24 @@ func testTheContextDeadlineIsTheWait(t *testing.T) {
 	wantErr(t, err, context.DeadlineExceeded)
 	if waited < 250*time.Millisecond || waited > 3*time.Second {
 		t.Fatalf("waited %v for a 300ms deadline", waited)
+	}
+}
+
+// A deadline as far away as a Duration goes (context.WithTimeout(ctx, math.MaxInt64), a way
+// of writing "no limit") is a wait like any other: its milliseconds overflowed when rounded up.
+func TestAnEndlessTimeoutIsAValidWait(t *testing.T) {
+	c := connect(t)
+	lock := mustLock(t, c, uniqueName(t))
+	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - 500*time.Microsecond} {
+		ctx, cancel := context.WithTimeout(bg, d)
+		hold, err := lock.Acquire(ctx, NewOwner())
+		cancel()
+		if err != nil {
+			t.Fatalf("Acquire with context.WithTimeout(ctx, %d) on a free lock: %v", int64(d), err)
+		}
+		if err := hold.Release(bg); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -111,8 +111,12 @@ func (l *Lock) Acquire(ctx context.Context, owner *Owner, opts ...AcquireOption)
 			return nil, contextError("acquire", context.DeadlineExceeded)
 		}
 		// Rounded up: a deadline under a millisecond away is still a wait (0 would be a
-		// TryAcquire, whose ErrTimeout is not the deadline's).
-		wait = C.int64_t((left + time.Millisecond - 1) / time.Millisecond)
+		// TryAcquire, whose ErrTimeout is not the deadline's). Not as left + 1ms - 1, which
+		// overflows for context.WithTimeout(ctx, math.MaxInt64), a deadline ~292 years away.
+		wait = C.int64_t(left / time.Millisecond)
+		if left%time.Millisecond != 0 {
+			wait++
+		}
 	}
 	return l.acquire(ctx, owner, wait, opts)
 }
