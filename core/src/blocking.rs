@@ -391,7 +391,14 @@ impl Lock {
         let lock = self.current()?;
         // No future to drive, but a lost hold's callback is spawned on the runtime.
         let _runtime = runtime().enter();
-        lock.release_direct(owner)
+        lock.release_direct(owner, None)
+    }
+
+    /// See [`crate::Lock::release_fenced`]; one round trip, as [`Self::release`].
+    pub fn release_fenced(&self, owner: &Owner, fencing_token: u64) -> Result<u32> {
+        let lock = self.current()?;
+        let _runtime = runtime().enter();
+        lock.release_direct(owner, Some(fencing_token))
     }
 
     pub fn extend(&self, owner: &Owner, lease: Duration) -> Result<()> {

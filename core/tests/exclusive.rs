@@ -169,3 +169,68 @@ async fn no_lost_update_under_contention() {
         "every section had its own fencing token"
     );
 }
+
+/// A release of one particular hold (`release_fenced`) leaves the owner's newer hold alone: an
+/// owner shared by two tasks whose first hold expired (or was force-unlocked) and who took the
+/// lock again must keep it when the first task releases its ended hold. Write holds (on the
+/// lone-writer fast path and past it) and read holds; the blocking API too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_of_an_ended_hold_leaves_the_owners_newer_hold() {
+    let server = RedisServer::start();
+    let client = connect(&server).await;
+    for (round, (read, queued)) in [(false, false), (false, true), (true, false)]
+        .into_iter()
+        .enumerate()
+    {
+        let rw = client
+            .read_write_lock(&format!("fenced release {round}"))
+            .unwrap();
+        let view = if read { rw.read() } else { rw.write() };
+        let owner = Owner::random();
+        let old = view.acquire(&owner, NOW, Some(ms(100))).await.unwrap();
+        tokio::time::sleep(ms(250)).await;
+        let new = view.acquire(&owner, NOW, Some(ms(30_000))).await.unwrap();
+        if queued {
+            // A waiter's announcement makes the writer's release take the slow path.
+            let waiter = Owner::random();
+            let w = rw.write();
+            assert!(w.acquire(&waiter, SHORT, None).await.is_err());
+        }
+        assert!(new.fencing_token() > old.fencing_token());
+        let stale = view.release_fenced(&owner, old.fencing_token()).await;
+        assert!(
+            matches!(stale, Err(Error::NotHeld)),
+            "round {round}: {stale:?}"
+        );
+        assert_eq!(view.hold_count(&owner).await.unwrap(), 1, "round {round}");
+        // Re-entered, the newer hold is released by its token once per count.
+        view.acquire(&owner, NOW, Some(ms(30_000))).await.unwrap();
+        assert_eq!(
+            view.release_fenced(&owner, new.fencing_token())
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            view.release_fenced(&owner, new.fencing_token())
+                .await
+                .unwrap(),
+            0
+        );
+        assert!(!view.is_locked().await.unwrap());
+    }
+    let url = server.url();
+    tokio::task::spawn_blocking(move || {
+        let client = redlock_core::blocking::Client::connect(&url).unwrap();
+        let lock = client.lock("fenced release, blocking").unwrap();
+        let owner = Owner::random();
+        let old = lock.acquire(&owner, NOW, Some(ms(100))).unwrap();
+        std::thread::sleep(ms(250));
+        let new = lock.acquire(&owner, NOW, Some(ms(30_000))).unwrap();
+        let stale = lock.release_fenced(&owner, old.fencing_token());
+        assert!(matches!(stale, Err(Error::NotHeld)), "{stale:?}");
+        assert_eq!(lock.release_fenced(&owner, new.fencing_token()).unwrap(), 0);
+    })
+    .await
+    .unwrap();
+}

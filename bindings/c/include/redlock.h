@@ -685,6 +685,21 @@ rl_status rl_lock_release(struct rl_lock lock,
                           struct rl_error *err);
 
 /**
+ * [`rl_lock_release`] of one particular hold: `owner`'s hold whose fencing token is
+ * `fencing_token` (as `rl_hold_fencing_token` gave it; its re-entries share it). When that hold
+ * has ended, `RL_NOT_HELD` (or `RL_LOCK_LOST`) and the owner's newer hold of the name, taken
+ * after it (by another thread sharing the owner), stays.
+ *
+ * # Safety
+ * `out_remaining` and `err` are NULL or valid for writes.
+ */
+rl_status rl_lock_release_fenced(struct rl_lock lock,
+                                 struct rl_owner owner,
+                                 uint64_t fencing_token,
+                                 uint32_t *out_remaining,
+                                 struct rl_error *err);
+
+/**
  * Sets the lease of `owner`'s hold to `lease_ms` milliseconds (> 0) from now. A hold the
  * watchdog keeps alive stays kept. `RL_NOT_HELD` when the owner does not hold it.
  *

@@ -65,6 +65,7 @@ static void a_closed_client_and_its_locks_answer_closed(void) {
     CHECK_STATUS(RL_CLOSED, rl_lock_acquire(lock, owner, 0, RL_LEASE_WATCHDOG, NULL, &err), &err);
     CHECK(err.message && strstr(err.message, "closed"));
     CHECK_STATUS(RL_CLOSED, rl_lock_release(lock, owner, NULL, &err), &err);
+    CHECK_STATUS(RL_CLOSED, rl_lock_release_fenced(lock, owner, 1, NULL, &err), &err);
     CHECK_STATUS(RL_CLOSED, rl_client_inspect(client, "x", &(char *){NULL}, &err), &err);
 
     copy = client;

@@ -277,6 +277,41 @@ done:
     rl_error_free(&err);
 }
 
+/* A release of one particular hold (rl_lock_release_fenced) leaves the owner's newer hold, taken
+ * after the old one's lease ran out (by another thread sharing the owner), alone. */
+static void a_fenced_release_of_an_ended_hold_leaves_the_newer_one(void) {
+    rl_error err = {0};
+    rl_client client = connect_default();
+    rl_lock lock = {0};
+    rl_owner owner = {0};
+    TRY(rl_client_lock(client, unique_name("fenced"), &lock, &err), &err);
+    TRY(rl_owner_random(&owner, &err), &err);
+    rl_acquired old = {0}, renewed = {0};
+    CHECK_OK(rl_lock_acquire(lock, owner, 0, 100, &old, &err), &err);
+    sleep_ms(250);
+    CHECK_OK(rl_lock_acquire(lock, owner, 0, 30000, &renewed, &err), &err);
+    CHECK(renewed.fencing_token > old.fencing_token && renewed.hold_count == 1);
+    uint32_t remaining = 99;
+    CHECK_STATUS(RL_NOT_HELD,
+                 rl_lock_release_fenced(lock, owner, old.fencing_token, &remaining, &err), &err);
+    CHECK(remaining == 0);
+    bool held = false;
+    CHECK_OK(rl_lock_is_held_by(lock, owner, &held, &err), &err);
+    CHECK(held);
+    CHECK_OK(rl_lock_release_fenced(lock, owner, renewed.fencing_token, &remaining, &err), &err);
+    CHECK(remaining == 0);
+    /* Stale handles are refused as for every call; NULL outputs are allowed. */
+    CHECK_STATUS(RL_NOT_HELD, rl_lock_release_fenced(lock, owner, 0, NULL, NULL), NULL);
+    rl_lock stale = lock;
+    rl_lock_free(&lock, NULL);
+    CHECK_STATUS(RL_INVALID_HANDLE, rl_lock_release_fenced(stale, owner, 1, NULL, &err), &err);
+done:
+    rl_owner_free(&owner, NULL);
+    rl_lock_free(&lock, NULL);
+    rl_client_free(&client, NULL);
+    rl_error_free(&err);
+}
+
 const test_case lease_tests[] = {
     {"leases: the watchdog keeps a hold without a lease", the_watchdog_keeps_a_hold_without_lease},
     {"leases: a lease ends the hold and extend moves it", a_lease_ends_the_hold_and_extend_moves_it},
@@ -285,6 +320,8 @@ const test_case lease_tests[] = {
     {"leases: a release that finds a watched hold gone is RL_LOCK_LOST",
      a_release_that_finds_a_watched_hold_gone_is_lock_lost},
     {"leases: a fixed-lease hold is not watched", a_fixed_lease_hold_is_not_watched},
+    {"leases: a fenced release of an ended hold leaves the owner's newer hold",
+     a_fenced_release_of_an_ended_hold_leaves_the_newer_one},
     {"leases: a hold is watched until its last release or close",
      a_hold_is_watched_until_its_last_release_or_close},
     {"leases: a long wait raises a contention alert naming the holder",

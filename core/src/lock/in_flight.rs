@@ -91,7 +91,7 @@ impl Undo {
         let lock = &self.lock;
         let key = || WatchKey::new(&lock.keys, lock.mode, self.token.as_str().into());
         let releasing = lock.client.watchdog.releasing(key);
-        let call = lock.release_call(&self.token);
+        let call = lock.release_call(&self.token, None);
         let mut connection = lock.client.command_connection()?;
         let undo = eval_async(&mut connection, SCRIPTS.release(lock.mode), &call, false);
         match super::acquire::tidy(lock, undo).await? {

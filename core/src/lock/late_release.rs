@@ -61,8 +61,8 @@ impl Hearing {
 
 impl InFlightRelease {
     /// Starts the call (sent on the first poll); `mark` is the release's watchdog mark.
-    pub fn start(lock: &Lock, owner: &Owner, mark: CarriedMark) -> Self {
-        let call = lock.release_call(owner.token());
+    pub fn start(lock: &Lock, owner: &Owner, meant: Option<u64>, mark: CarriedMark) -> Self {
+        let call = lock.release_call(owner.token(), meant);
         let ping_first = lock.pings_first();
         let client = lock.client.clone();
         let script = SCRIPTS.release(lock.mode);

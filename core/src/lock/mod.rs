@@ -252,23 +252,37 @@ impl Lock {
     /// `NotHeld` when the owner does not hold it (nothing changes); `LockLost` when this client's
     /// watchdog was keeping the hold alive and Redis no longer has it.
     pub async fn release(&self, owner: &Owner) -> Result<u32> {
+        self.release_meant(owner, None).await
+    }
+
+    /// [`Lock::release`] of one particular hold: the owner's hold whose fencing token is
+    /// `fencing_token` (as [`Hold::fencing_token`] returned it, the same for its re-entries).
+    /// When that hold has ended, this is `NotHeld` (or `LockLost`, as for `release`) and the
+    /// owner's newer hold of the name, taken after it, stays: an owner shared by several tasks
+    /// may have taken one, and a release of the old hold must not end it.
+    pub async fn release_fenced(&self, owner: &Owner, fencing_token: u64) -> Result<u32> {
+        self.release_meant(owner, Some(fencing_token)).await
+    }
+
+    async fn release_meant(&self, owner: &Owner, meant: Option<u64>) -> Result<u32> {
         self.tidied(owner).await?;
         // Marked before the call: a renewal that finds the hold gone meanwhile leaves the
         // verdict to this release (it may be what ended the hold), even when its reply comes
         // after the caller stopped waiting (see `late_release`).
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let mark = releasing.carry(self.client.clone());
-        late_release::InFlightRelease::start(self, owner, mark).await
+        late_release::InFlightRelease::start(self, owner, meant, mark).await
     }
 
-    /// [`Lock::release`] on the calling thread's own connection (for blocking callers).
-    pub(crate) fn release_direct(&self, owner: &Owner) -> Result<u32> {
+    /// [`Lock::release`] (of the hold `meant`, if given) on the calling thread's own connection
+    /// (for blocking callers).
+    pub(crate) fn release_direct(&self, owner: &Owner, meant: Option<u64>) -> Result<u32> {
         self.client.ensure_open()?;
         let limit = self.client.config.command_timeout;
         (self.local.tidying).settled_blocking(owner.token(), limit)?;
         let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
         let mut mark = Some(releasing.carry(self.client.clone()));
-        let call = self.release_call(owner.token());
+        let call = self.release_call(owner.token(), meant);
         let ping_first = self.pings_first();
         let script = SCRIPTS.release(self.mode);
         let reply = (self.client.direct).run_or_hand_over(
@@ -299,10 +313,14 @@ impl Lock {
         tidying::TidyTicket::new(&self.local, owner_token)
     }
 
-    /// The release script call for one hold of the owner with `token` (see release.lua).
-    fn release_call(&self, token: &str) -> redis::Cmd {
+    /// The release script call for one hold of the owner with `token`, or for its hold with the
+    /// fencing token `meant` alone (see release.lua).
+    fn release_call(&self, token: &str, meant: Option<u64>) -> redis::Cmd {
         let mut call = self.calls.release();
         call.arg(token);
+        if let Some(fence) = meant {
+            call.arg(fence);
+        }
         call
     }
 

@@ -1,5 +1,7 @@
 -- Release one hold, in the mode spliced in below (one script per mode). ARGV: wake-up channel,
--- readers' turn ms (both the same for every call of a lock handle), owner token.
+-- readers' turn ms (both the same for every call of a lock handle), owner token, and optionally
+-- the fencing token of the hold meant: then only that hold (the owner's newer hold of the name,
+-- taken after that one ended, stays).
 -- Returns the holds left for this owner (> 0) | the fence of the hold this ended, a string, when
 -- none are left, followed by ':' and the client id of the waiter it granted the lock to, if it
 -- did | -1 - FENCE's value when the owner does not hold the lock in this mode (every
@@ -9,7 +11,7 @@
 -- otherwise a release that can let a waiter in is published ('released') while anyone is
 -- announced as waiting (a queue head may wait for this message instead of trying).
 --[[mode]]
-local tok = ARGV[3]
+local tok, meant = ARGV[3], ARGV[4]
 
 -- Fast path: a lone writer with one hold and no reader waiting for a turn. The lock goes to
 -- the first waiting writer whose announcement is live and whose client listens (grant_next).
@@ -20,7 +22,7 @@ if mode == 'w' then
   local state = redis.call('HMGET', H, 'wo', 'wc', 'wf', 'q')
   ended = state[3]
   -- One EXISTS tells all three apart: Z counts 1, WR 2, W 4 (so 0 = nobody, 4 = only W).
-  others = state[1] == tok and state[2] == '1'
+  others = state[1] == tok and state[2] == '1' and (not meant or state[3] == meant)
     and (state[4] and redis.call('EXISTS', Z, WR, WR, W, W, W, W) or 0)
   if others == 0 then
     -- Nobody is announced as waiting, so nobody is told: every waiter announces itself in
@@ -53,6 +55,11 @@ if mode == 'w' then
   count_field = 'wc'
 else
   fence = redis.call('HGET', H, 'rf:' .. tok)
+end
+if meant and fence ~= meant then
+  -- Not the hold meant: that one ended (holds up to its fence are gone), the owner's current
+  -- hold, if any, stays.
+  return -1 - tonumber(meant)
 end
 if not fence then return -1 - (tonumber(redis.call('GET', FENCE)) or 0) end
 

@@ -256,6 +256,33 @@ pub unsafe extern "C" fn rl_lock_release(
     })
 }
 
+/// [`rl_lock_release`] of one particular hold: `owner`'s hold whose fencing token is
+/// `fencing_token` (as `rl_hold_fencing_token` gave it; its re-entries share it). When that hold
+/// has ended, `RL_NOT_HELD` (or `RL_LOCK_LOST`) and the owner's newer hold of the name, taken
+/// after it (by another thread sharing the owner), stays.
+///
+/// # Safety
+/// `out_remaining` and `err` are NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rl_lock_release_fenced(
+    lock: rl_lock,
+    owner: rl_owner,
+    fencing_token: u64,
+    out_remaining: *mut u32,
+    err: *mut rl_error,
+) -> rl_status {
+    guard(err, || {
+        // SAFETY: per this function's contract.
+        unsafe { put(out_remaining, 0) };
+        let lock = LOCKS.get(lock.id)?;
+        let owner = OWNERS.get(owner.id)?;
+        let remaining = lock.view().release_fenced(&owner, fencing_token)?;
+        // SAFETY: as above.
+        unsafe { put(out_remaining, remaining) };
+        Ok(())
+    })
+}
+
 /// Sets the lease of `owner`'s hold to `lease_ms` milliseconds (> 0) from now. A hold the
 /// watchdog keeps alive stays kept. `RL_NOT_HELD` when the owner does not hold it.
 ///
