@@ -34,12 +34,17 @@ func (h *Hold) Lock() *Lock { return h.lock }
 
 // Release releases this hold. A second Release of the same Hold is ErrNotHeld and changes
 // nothing (the owner's other, reentrant holds stay). ErrLockLost when the watchdog kept the hold
-// and Redis no longer has it. It runs even when ctx has ended (see Lock.Release).
+// and Redis no longer has it. A hold that has ended (expired, force-unlocked) is ErrNotHeld or
+// ErrLockLost even when the owner holds the lock again by now: the owner's newer hold, taken
+// after this one by another goroutine sharing the owner, stays (unlike Lock.Release, which
+// releases whatever hold the owner has). It runs even when ctx has ended (see Lock.Release).
 func (h *Hold) Release(ctx context.Context) error {
 	if !h.released.CompareAndSwap(false, true) {
 		return &Error{Op: "release", Kind: ErrNotHeld, Message: "this hold was already released"}
 	}
-	if _, err := h.lock.Release(ctx, h.owner); err != nil {
+	// This hold alone (by its fencing token): when it has ended, the owner's newer hold, taken
+	// after it by another goroutine sharing the owner, stays.
+	if _, err := h.lock.release(h.owner, &h.fencingToken); err != nil {
 		// Only Redis' own "not held" (or "lost") settles it; after a connection error or a
 		// closed client the hold may still be in Redis, so a retry must be possible.
 		if !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLockLost) {

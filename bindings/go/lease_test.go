@@ -238,3 +238,48 @@ func TestAReleaseThatFindsAWatchedHoldGoneIsLockLost(t *testing.T) {
 		t.Fatal("Lost() must be closed once the release found the hold gone")
 	}
 }
+
+// A Hold's Release is of that hold alone: when it was force-unlocked (and reported lost) or its
+// lease ran out, and the owner (shared by another goroutine) has taken the lock again, the
+// release of the old Hold says so and leaves the newer hold, which it used to end.
+func TestReleasingAnEndedHoldKeepsTheOwnersNewHold(t *testing.T) {
+	c := connect(t)
+	admin := connect(t)
+	for _, forced := range []bool{true, false} {
+		name := uniqueName(t)
+		lock := mustLock(t, c, name)
+		owner := NewOwner()
+		var old *Hold
+		if forced {
+			old = mustAcquire(t, lock, owner) // kept by the watchdog
+			if _, err := admin.ForceUnlock(bg, name); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			old = mustAcquire(t, lock, owner, WithLease(100*time.Millisecond))
+			time.Sleep(250 * time.Millisecond)
+		}
+		renewed := mustAcquire(t, lock, owner, WithLease(30*time.Second))
+		if forced {
+			select {
+			case <-old.Lost(): // found gone by the owner's new acquire
+			case <-time.After(2 * time.Second):
+				t.Fatal("the force-unlocked hold was not reported lost")
+			}
+		}
+		if renewed.FencingToken() <= old.FencingToken() || renewed.HoldCount() != 1 {
+			t.Fatalf("not a new hold: fences %d then %d, count %d",
+				old.FencingToken(), renewed.FencingToken(), renewed.HoldCount())
+		}
+		err := old.Release(bg)
+		if !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLockLost) {
+			t.Fatalf("forced %v: the ended hold's release returned %v", forced, err)
+		}
+		if held := mustOK(t)(lock.IsHeldBy(bg, owner)); !held {
+			t.Fatalf("forced %v: the owner's newer hold was released with the old one", forced)
+		}
+		if err := renewed.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

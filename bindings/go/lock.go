@@ -218,8 +218,18 @@ func (l *Lock) Release(ctx context.Context, owner *Owner) (remaining int, err er
 	if owner == nil {
 		return 0, &Error{Op: "release", Kind: ErrInvalidArgument, Message: "owner must not be nil"}
 	}
+	return l.release(owner, nil)
+}
+
+// release releases one hold of owner, or its hold with the fencing token *fence alone.
+func (l *Lock) release(owner *Owner, fence *uint64) (remaining int, err error) {
 	var left C.uint32_t
-	err = call("release", func(e *C.rl_error) C.rl_status { return C.rl_lock_release(l.h, owner.h, &left, e) })
+	err = call("release", func(e *C.rl_error) C.rl_status {
+		if fence != nil {
+			return C.rl_lock_release_fenced(l.h, owner.h, C.uint64_t(*fence), &left, e)
+		}
+		return C.rl_lock_release(l.h, owner.h, &left, e)
+	})
 	runtime.KeepAlive(l)
 	runtime.KeepAlive(owner)
 	if errors.Is(err, ErrLockLost) || errors.Is(err, ErrNotHeld) || err == nil && left == 0 {
