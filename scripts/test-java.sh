@@ -28,3 +28,31 @@ else
   echo "test-java: the Java suite failed (log: $log)" >&2
   exit 1
 fi
+
+# Virtual threads need Java 21+; the module targets 17 (--release 17). When the machine has a
+# newer JDK beside the default one, VirtualThreadTest runs again under it (its tests skip on 17).
+newer_jdk=""
+for home in /usr/lib/jvm/*; do
+  release="$home/release"
+  [ -x "$home/bin/java" ] && [ -f "$release" ] || continue
+  major="$(sed -n 's/^JAVA_VERSION="\([0-9]*\).*/\1/p' "$release")"
+  if [ -n "$major" ] && [ "$major" -ge 21 ]; then
+    newer_jdk="$home"
+    break
+  fi
+done
+if [ -n "$newer_jdk" ]; then
+  echo "--- Java: VirtualThreadTest under $newer_jdk"
+  log="$(mktemp -t redlock-java-vt-XXXXXX.log)"
+  if JAVA_HOME="$newer_jdk" mvn -B -ntp -f bindings/java/pom.xml test \
+    -Dredlock.skipNativeBuild=true -Dtest=VirtualThreadTest >"$log" 2>&1; then
+    grep -E 'Tests run:|BUILD' "$log" | sed -e 's/^\[INFO\] //'
+    rm -f "$log"
+  else
+    cat "$log"
+    echo "test-java: VirtualThreadTest failed under $newer_jdk (log: $log)" >&2
+    exit 1
+  fi
+else
+  echo "--- Java: no JDK 21+ beside the default one; VirtualThreadTest's tests were skipped"
+fi

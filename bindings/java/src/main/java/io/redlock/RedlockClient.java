@@ -232,7 +232,13 @@ public final class RedlockClient implements AutoCloseable {
 
     private static Duration positiveMillis(Duration value, String what) {
       Objects.requireNonNull(value, what);
-      if (value.isNegative() || value.toMillis() < 1) {
+      long millis;
+      try {
+        millis = value.toMillis();
+      } catch (ArithmeticException e) { // beyond Long.MAX_VALUE ms, e.g. ChronoUnit.FOREVER
+        throw new IllegalArgumentException(what + " is too long, got " + value);
+      }
+      if (value.isNegative() || millis < 1) {
         throw new IllegalArgumentException(what + " must be at least 1 ms, got " + value);
       }
       return value;

@@ -99,13 +99,19 @@ final class TokenLock implements DistributedLock {
   private boolean acquire(long waitNanos, long leaseMillis, boolean interruptible)
       throws InterruptedException {
     String token = owner.get();
-    // An unnamed thread (virtual threads are, by default) leaves it to the core: it stores the
-    // OS thread's name or id. An empty label would be refused.
+    // An unnamed platform thread leaves it to the core: it stores the OS thread's name or id. An
+    // unnamed virtual thread (the default) is named by its id here, since it may wait on a
+    // platform thread of ours (see VirtualThreadWait). An empty label would be refused.
     String threadName = Thread.currentThread().getName();
-    String label = this.label != null ? this.label : threadName.isEmpty() ? null : threadName;
+    String label = this.label != null ? this.label : threadName.isEmpty() ? unnamed() : threadName;
     long hold;
     try {
-      if (interruptible) {
+      if (waitNanos != 0 && VirtualThreadWait.onVirtualThread()) {
+        hold =
+            VirtualThreadWait.run(
+                cancel -> Native.acquire(state.handle, token, waitNanos, leaseMillis, label, cancel),
+                interruptible);
+      } else if (interruptible) {
         hold =
             InterruptibleWait.run(
                 cancel -> Native.acquire(state.handle, token, waitNanos, leaseMillis, label, cancel));
@@ -126,27 +132,36 @@ final class TokenLock implements DistributedLock {
     return true;
   }
 
+  private static String unnamed() {
+    return VirtualThreadWait.onVirtualThread()
+        ? "virtual-thread-" + Thread.currentThread().getId()
+        : null;
+  }
+
   @Override
   public void unlock() {
     String token = owner.get();
+    // Only the hold known before the release may be forgotten: with an explicit token, another
+    // thread may take a new hold through this object as soon as the release ends, and its hold
+    // must stay in the book.
+    NativeHold known = state.holds.get(token);
     try {
       if (Native.release(state.handle, token) == 0) {
-        forget(token);
+        forget(token, known);
       }
     } catch (IllegalMonitorStateException e) {
       // NotHeldException or LockLostException (the core reports a lost hold's next release as
       // lost, also after its watchdog noticed).
-      forget(token); // whatever this object remembered is not held any more
+      forget(token, known); // whatever this object remembered is not held any more
       throw e;
     } finally {
       Reference.reachabilityFence(this);
     }
   }
 
-  private void forget(String token) {
-    NativeHold hold = state.holds.remove(token);
-    if (hold != null) {
-      hold.free();
+  private void forget(String token, NativeHold known) {
+    if (known != null && state.holds.remove(token, known)) {
+      known.free();
     }
   }
 

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -148,5 +149,23 @@ class BadInputTest extends RedisTestBase {
     assertThrows(ClientClosedException.class, () -> closing.getLock(name));
     assertTrue(closing.isClosed());
     holder.unlock();
+  }
+
+  /**
+   * README "Exceptions": a bad lease or alert threshold is an IllegalArgumentException. A Duration
+   * beyond Long.MAX_VALUE milliseconds (ChronoUnit.FOREVER.getDuration(), the JDK's "forever")
+   * escapes as an ArithmeticException from Duration.toMillis() instead.
+   */
+  @Test
+  void hugeBuilderDurationsAreIllegalArgumentsOrAccepted() {
+    Duration forever = ChronoUnit.FOREVER.getDuration();
+    assertThrows(
+        IllegalArgumentException.class, () -> RedlockClient.builder(redis.url()).lease(forever));
+    // "Never alert by time" asked for as a forever threshold: refused cleanly or taken as such.
+    try {
+      track(RedlockClient.builder(redis.url()).contentionAlertAfter(forever).build());
+    } catch (IllegalArgumentException expected) {
+      // fine too
+    }
   }
 }

@@ -8,7 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class ExclusiveLockTest extends RedisTestBase {
 
@@ -165,5 +168,63 @@ class ExclusiveLockTest extends RedisTestBase {
     Thread.sleep(700);
     assertFalse(lock.isHeldByCurrentThread());
     assertThrows(IllegalMonitorStateException.class, lock::fencingToken);
+  }
+
+  /**
+   * One explicit-token lock object used from two threads (the token is the owner, whatever the
+   * thread). While thread B is between its lock() and unlock(), the owner holds the lock in Redis
+   * without a break (hold count >= 1), so fencingToken() through this object must answer. Thread
+   * A's unlock that brought the count to 0 just before B's lock() removes B's fresh hold from the
+   * object's book afterwards, and B's fencingToken() throws IllegalMonitorStateException ("no hold
+   * ... taken by this owner through this object"); isLost() of that hold then can never turn true.
+   */
+  @Test
+  @Timeout(60)
+  void anExplicitTokenLockSharedByThreadsKeepsTrackOfItsHold() throws Exception {
+    DistributedLock lock = client().getLock(uniqueName(), RedlockClient.newOwnerToken());
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    Thread a =
+        new Thread(
+            () -> {
+              try {
+                while (!stop.get()) {
+                  lock.lock();
+                  lock.unlock();
+                }
+              } catch (Throwable t) {
+                failure.compareAndSet(null, t);
+              }
+            });
+    Thread b =
+        new Thread(
+            () -> {
+              try {
+                while (!stop.get()) {
+                  lock.lock();
+                  try {
+                    assertTrue(lock.getHoldCount() >= 1);
+                    lock.fencingToken();
+                  } finally {
+                    lock.unlock();
+                  }
+                }
+              } catch (Throwable t) {
+                failure.compareAndSet(null, t);
+              }
+            });
+    a.start();
+    b.start();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+    while (System.nanoTime() < deadline && failure.get() == null) {
+      Thread.sleep(50);
+    }
+    stop.set(true);
+    a.join(10_000);
+    b.join(10_000);
+    if (failure.get() != null) {
+      throw new AssertionError("while the owner held the lock: " + failure.get(), failure.get());
+    }
+    assertFalse(lock.isLocked());
   }
 }
