@@ -16,18 +16,26 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+# Runs `mvn test` with the arguments given, printing Surefire's per-class and total counts, or
+# the whole log and a failure naming `what`.
+maven_test() {
+  local what="$1"
+  shift
+  local log
+  log="$(mktemp -t redlock-java-test-XXXXXX.log)"
+  if mvn -B -ntp -f bindings/java/pom.xml test "$@" >"$log" 2>&1; then
+    grep -E 'Tests run:|BUILD' "$log" | sed -e 's/^\[INFO\] //'
+    rm -f "$log"
+  else
+    cat "$log"
+    echo "test-java: $what failed (log: $log)" >&2
+    exit 1
+  fi
+}
+
 # The module's pom builds libredlock and bundles it (scripts/bundle-java-native.sh).
 echo "--- Java suite (mvn test)"
-log="$(mktemp -t redlock-java-test-XXXXXX.log)"
-if mvn -B -ntp -f bindings/java/pom.xml test >"$log" 2>&1; then
-  # Surefire's per-class and total counts.
-  grep -E 'Tests run:|BUILD' "$log" | sed -e 's/^\[INFO\] //'
-  rm -f "$log"
-else
-  cat "$log"
-  echo "test-java: the Java suite failed (log: $log)" >&2
-  exit 1
-fi
+maven_test "the Java suite"
 
 # Virtual threads need Java 21+; the module targets 17 (--release 17). When the machine has a
 # newer JDK beside the default one, VirtualThreadTest runs again under it (its tests skip on 17).
@@ -43,16 +51,8 @@ for home in /usr/lib/jvm/*; do
 done
 if [ -n "$newer_jdk" ]; then
   echo "--- Java: VirtualThreadTest under $newer_jdk"
-  log="$(mktemp -t redlock-java-vt-XXXXXX.log)"
-  if JAVA_HOME="$newer_jdk" mvn -B -ntp -f bindings/java/pom.xml test \
-    -Dredlock.skipNativeBuild=true -Dtest=VirtualThreadTest >"$log" 2>&1; then
-    grep -E 'Tests run:|BUILD' "$log" | sed -e 's/^\[INFO\] //'
-    rm -f "$log"
-  else
-    cat "$log"
-    echo "test-java: VirtualThreadTest failed under $newer_jdk (log: $log)" >&2
-    exit 1
-  fi
+  JAVA_HOME="$newer_jdk" maven_test "VirtualThreadTest under $newer_jdk" \
+    -Dredlock.skipNativeBuild=true -Dtest=VirtualThreadTest
 else
   echo "--- Java: no JDK 21+ beside the default one; VirtualThreadTest's tests were skipped"
 fi

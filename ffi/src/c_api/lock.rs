@@ -244,16 +244,8 @@ pub unsafe extern "C" fn rl_lock_release(
     out_remaining: *mut u32,
     err: *mut rl_error,
 ) -> rl_status {
-    guard(err, || {
-        // SAFETY: per this function's contract.
-        unsafe { put(out_remaining, 0) };
-        let lock = LOCKS.get(lock.id)?;
-        let owner = OWNERS.get(owner.id)?;
-        let remaining = lock.view().release(&owner)?;
-        // SAFETY: as above.
-        unsafe { put(out_remaining, remaining) };
-        Ok(())
-    })
+    // SAFETY: per this function's contract, which is `release`'s.
+    unsafe { release(lock, owner, None, out_remaining, err) }
 }
 
 /// [`rl_lock_release`] of one particular hold: `owner`'s hold whose fencing token is
@@ -271,12 +263,30 @@ pub unsafe extern "C" fn rl_lock_release_fenced(
     out_remaining: *mut u32,
     err: *mut rl_error,
 ) -> rl_status {
+    // SAFETY: per this function's contract, which is `release`'s.
+    unsafe { release(lock, owner, Some(fencing_token), out_remaining, err) }
+}
+
+/// One hold of `owner`, or its hold with the fencing token `meant` alone.
+///
+/// # Safety
+/// `out_remaining` and `err` are NULL or valid for writes.
+unsafe fn release(
+    lock: rl_lock,
+    owner: rl_owner,
+    meant: Option<u64>,
+    out_remaining: *mut u32,
+    err: *mut rl_error,
+) -> rl_status {
     guard(err, || {
         // SAFETY: per this function's contract.
         unsafe { put(out_remaining, 0) };
         let lock = LOCKS.get(lock.id)?;
         let owner = OWNERS.get(owner.id)?;
-        let remaining = lock.view().release_fenced(&owner, fencing_token)?;
+        let remaining = match meant {
+            Some(fence) => lock.view().release_fenced(&owner, fence)?,
+            None => lock.view().release(&owner)?,
+        };
         // SAFETY: as above.
         unsafe { put(out_remaining, remaining) };
         Ok(())
