@@ -131,7 +131,7 @@ impl Lock {
             let undo = Undo::new(self, owner.token(), &waiter, 0, lease_ms);
             let ticket = self.tidy_ticket(owner.token());
             tokio::spawn(async move {
-                undo.give_back().await;
+                undo.give_back(fence).await;
                 drop(ticket);
             });
             return Err(Error::Closed);

@@ -78,7 +78,7 @@ impl Undo {
     /// Undoes what the attempt did, once its (late) reply is known.
     async fn run(self, reply: Reply) {
         let undone = match reply {
-            Ok(AttemptReply::Acquired { .. }) => self.take_back_hold().await,
+            Ok(AttemptReply::Acquired { fence, .. }) => self.take_back_hold(fence).await,
             Ok(_) => self.withdraw().await,
             // No reply: nothing is known, and a hold it may have made ends with its lease.
             Err(e) => Err(e),
@@ -86,12 +86,14 @@ impl Undo {
         self.report(undone);
     }
 
-    /// Releases the one hold count the attempt added (works after close, like a withdrawal).
-    async fn take_back_hold(&self) -> Result<()> {
+    /// Releases the one hold count the attempt added to the hold with `fence` (works after
+    /// close, like a withdrawal). Fenced: should that hold have ended meanwhile, the owner's
+    /// newer hold stays.
+    async fn take_back_hold(&self, fence: u64) -> Result<()> {
         let lock = &self.lock;
         let key = || WatchKey::new(&lock.keys, lock.mode, self.token.as_str().into());
         let releasing = lock.client.watchdog.releasing(key);
-        let call = lock.release_call(&self.token, None);
+        let call = lock.release_call(&self.token, Some(fence));
         let mut connection = lock.client.command_connection()?;
         let undo = eval_async(&mut connection, SCRIPTS.release(lock.mode), &call, false);
         match super::acquire::tidy(lock, undo).await? {
@@ -109,8 +111,8 @@ impl Undo {
     }
 
     /// Gives back the one hold count an attempt that its caller cannot keep added.
-    pub async fn give_back(&self) {
-        self.report(self.take_back_hold().await);
+    pub async fn give_back(&self, fence: u64) {
+        self.report(self.take_back_hold(fence).await);
     }
 
     /// Withdraws the waiter the attempt announced, if it announced one.
@@ -236,12 +238,13 @@ async fn undo_by_metadata(undo: Undo, meta: &str) {
     undo.report(undo.withdraw().await);
     let lock = &undo.lock;
     let mine = crate::inspect::HolderMetadata::parse(meta);
-    let made_here = lock.inspect().await.is_ok_and(|info| {
+    let made_here = lock.inspect().await.ok().and_then(|info| {
         info.holders
             .iter()
-            .any(|h| h.mode == lock.mode && h.owner_token == undo.token && h.metadata == mine)
+            .find(|h| h.mode == lock.mode && h.owner_token == undo.token && h.metadata == mine)
+            .map(|h| h.fencing_token)
     });
-    if made_here {
-        undo.report(undo.take_back_hold().await);
+    if let Some(fence) = made_here {
+        undo.report(undo.take_back_hold(fence).await);
     }
 }
