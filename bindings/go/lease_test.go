@@ -283,3 +283,33 @@ func TestReleasingAnEndedHoldKeepsTheOwnersNewHold(t *testing.T) {
 		}
 	}
 }
+
+// A Hold's Release of an ended hold must leave the owner's newer hold alone also when
+// the watchdog keeps that newer hold: not report it lost, and keep renewing it.
+func TestReleasingAnEndedHoldKeepsTheOwnersNewWatchedHold(t *testing.T) {
+	c := connect(t, WithDefaultLease(600*time.Millisecond))
+	lock := mustLock(t, c, uniqueName(t))
+	owner := NewOwner()
+	old := mustAcquire(t, lock, owner, WithLease(100*time.Millisecond))
+	time.Sleep(250 * time.Millisecond)
+	renewed := mustAcquire(t, lock, owner) // kept by the watchdog
+	if renewed.FencingToken() <= old.FencingToken() {
+		t.Fatalf("not a new hold: fences %d then %d", old.FencingToken(), renewed.FencingToken())
+	}
+	err := old.Release(bg)
+	if !errors.Is(err, ErrNotHeld) {
+		t.Errorf("the ended hold's release returned %v, want ErrNotHeld", err)
+	}
+	select {
+	case <-renewed.Lost():
+		t.Errorf("the owner's newer, live hold was reported lost")
+	default:
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if held := mustOK(t)(lock.IsHeldBy(bg, owner)); !held {
+		t.Fatalf("the watchdog stopped keeping the owner's newer hold: it expired")
+	}
+	if err := renewed.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -348,3 +348,164 @@ async fn a_watched_hold_is_reported_lost_once_its_lease_passes_without_a_working
     })
     .await;
 }
+
+/// A release of an ended hold by its fence (`release_fenced`, Go's `Hold.Release`) leaves the
+/// owner's newer hold alone also when the watchdog keeps it: it used to mark that hold as the one
+/// released, report it lost and stop renewing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_fenced_release_does_not_lose_a_watched_newer_hold() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let (client, events) = recording_losses(&server, ms(600)).await;
+        for read in [false, true] {
+            let rw = client
+                .read_write_lock(&format!("stale fenced {read}"))
+                .unwrap();
+            let view = if read { rw.read() } else { rw.write() };
+            let owner = Owner::random();
+            // The first task's hold, with a fixed lease, ends.
+            let old = view.acquire(&owner, NOW, Some(ms(100))).await.unwrap();
+            tokio::time::sleep(ms(250)).await;
+            // The second task (same owner) takes it again, kept by the watchdog.
+            let new = view.acquire(&owner, NOW, None).await.unwrap();
+            assert!(new.fencing_token() > old.fencing_token());
+            // The first task releases its ended hold.
+            let stale = view.release_fenced(&owner, old.fencing_token()).await;
+            assert!(
+                matches!(stale, Err(Error::NotHeld)),
+                "read={read}: the stale release said {stale:?}"
+            );
+            assert!(
+                !new.is_lost(),
+                "read={read}: the newer hold is reported lost"
+            );
+            assert!(
+                events.lock().unwrap().is_empty(),
+                "read={read}: lock-lost callback ran: {:?}",
+                events.lock().unwrap()
+            );
+            // Still kept: past several leases the newer hold is there.
+            tokio::time::sleep(ms(1_500)).await;
+            assert_eq!(
+                view.hold_count(&owner).await.unwrap(),
+                1,
+                "read={read}: the watchdog stopped keeping the newer hold"
+            );
+            assert_eq!(
+                view.release_fenced(&owner, new.fencing_token())
+                    .await
+                    .unwrap(),
+                0
+            );
+        }
+    })
+    .await;
+}
+
+/// A fenced release naming a fence larger than the owner's current hold's (the read view's fence
+/// given to the write view of a writer that also reads) changes nothing in Redis; it must not
+/// make the client report the owner's live, watched hold lost and stop renewing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_release_with_a_larger_fence_leaves_the_watched_hold_kept() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let (client, events) = recording_losses(&server, ms(600)).await;
+        let rw = client.read_write_lock("larger fence").unwrap();
+        let owner = Owner::random();
+        let write = rw.write().acquire(&owner, NOW, None).await.unwrap();
+        let read = rw.read().acquire(&owner, NOW, None).await.unwrap(); // a writer that reads
+        assert!(read.fencing_token() > write.fencing_token());
+        let wrong = rw
+            .write()
+            .release_fenced(&owner, read.fencing_token())
+            .await;
+        assert!(
+            matches!(wrong, Err(Error::NotHeld)),
+            "the write view's release of the read hold's fence said {wrong:?}"
+        );
+        assert_eq!(rw.write().hold_count(&owner).await.unwrap(), 1);
+        assert!(!write.is_lost(), "the live write hold is reported lost");
+        assert!(
+            events.lock().unwrap().is_empty(),
+            "{:?}",
+            events.lock().unwrap()
+        );
+        tokio::time::sleep(ms(1_500)).await;
+        assert_eq!(
+            rw.write().hold_count(&owner).await.unwrap(),
+            1,
+            "the watchdog stopped keeping the write hold: it expired"
+        );
+    })
+    .await;
+}
+
+/// After Redis lost its data (fences count from 1 again), the owner's new watched hold has a
+/// smaller fence than its ended one; the ended hold's fenced release must leave it kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_release_of_a_hold_from_before_a_data_loss_leaves_the_new_hold_kept() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let (client, events) = recording_losses(&server, ms(600)).await;
+        let lock = client.lock("data loss").unwrap();
+        let owner = Owner::random();
+        for _ in 0..4 {
+            lock.acquire(&owner, NOW, None).await.unwrap();
+            lock.release(&owner).await.unwrap();
+        }
+        let old = lock.acquire(&owner, NOW, Some(ms(30_000))).await.unwrap();
+        server.command(&["FLUSHALL"]); // a restart without persistence
+        let new = lock.acquire(&owner, NOW, None).await.unwrap();
+        assert!(new.fencing_token() < old.fencing_token());
+        let stale = lock.release_fenced(&owner, old.fencing_token()).await;
+        assert!(
+            matches!(stale, Err(Error::NotHeld)),
+            "the stale release said {stale:?}"
+        );
+        assert!(!new.is_lost(), "the new, live hold is reported lost");
+        assert!(
+            events.lock().unwrap().is_empty(),
+            "{:?}",
+            events.lock().unwrap()
+        );
+        tokio::time::sleep(ms(1_500)).await;
+        assert_eq!(
+            lock.hold_count(&owner).await.unwrap(),
+            1,
+            "the watchdog stopped keeping the new hold: it expired"
+        );
+    })
+    .await;
+}
+
+/// (Holds with and without the fix.) A watched hold that another client force-unlocked: its
+/// fenced release says LockLost; a re-entered watched hold released by its fence counts down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_release_of_a_lost_watched_hold_is_lock_lost() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let (client, _events) = recording_losses(&server, ms(600)).await;
+        let admin = connect(&server).await;
+        for read in [false, true] {
+            let rw = client.read_write_lock(&format!("lost {read}")).unwrap();
+            let view = if read { rw.read() } else { rw.write() };
+            let owner = Owner::random();
+            let hold = view.acquire(&owner, NOW, None).await.unwrap();
+            view.acquire(&owner, NOW, None).await.unwrap();
+            assert_eq!(
+                view.release_fenced(&owner, hold.fencing_token())
+                    .await
+                    .unwrap(),
+                1
+            );
+            assert!(admin.force_unlock(&format!("lost {read}")).await.unwrap());
+            let gone = view.release_fenced(&owner, hold.fencing_token()).await;
+            assert!(
+                matches!(gone, Err(Error::LockLost)),
+                "read={read}: {gone:?}"
+            );
+            assert!(hold.is_lost());
+        }
+    })
+    .await;
+}

@@ -92,7 +92,7 @@ impl Undo {
     async fn take_back_hold(&self, fence: u64) -> Result<()> {
         let lock = &self.lock;
         let key = || WatchKey::new(&lock.keys, lock.mode, self.token.as_str().into());
-        let releasing = lock.client.watchdog.releasing(key);
+        let releasing = lock.client.watchdog.releasing_fenced(key, Some(fence));
         let call = lock.release_call(&self.token, Some(fence));
         let mut connection = lock.client.command_connection()?;
         let undo = eval_async(&mut connection, SCRIPTS.release(lock.mode), &call, false);

@@ -269,7 +269,7 @@ impl Lock {
         // Marked before the call: a renewal that finds the hold gone meanwhile leaves the
         // verdict to this release (it may be what ended the hold), even when its reply comes
         // after the caller stopped waiting (see `late_release`).
-        let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
+        let releasing = (self.client.watchdog).releasing_fenced(|| self.watch_key(owner), meant);
         let mark = releasing.carry(self.client.clone());
         late_release::InFlightRelease::start(self, owner, meant, mark).await
     }
@@ -280,7 +280,7 @@ impl Lock {
         self.client.ensure_open()?;
         let limit = self.client.config.command_timeout;
         (self.local.tidying).settled_blocking(owner.token(), limit)?;
-        let releasing = self.client.watchdog.releasing(|| self.watch_key(owner));
+        let releasing = (self.client.watchdog).releasing_fenced(|| self.watch_key(owner), meant);
         let mut mark = Some(releasing.carry(self.client.clone()));
         let call = self.release_call(owner.token(), meant);
         let ping_first = self.pings_first();

@@ -57,9 +57,13 @@ else
   fence = redis.call('HGET', H, 'rf:' .. tok)
 end
 if meant and fence ~= meant then
-  -- Not the hold meant: that one ended (holds up to its fence are gone), the owner's current
-  -- hold, if any, stays.
-  return -1 - tonumber(meant)
+  -- Not the hold meant: that one ended, the owner's current hold, if any, stays. Gone are the
+  -- owner's holds up to meant, but not past the last fence drawn (one taken after this script
+  -- gets a larger one) nor the current hold's: meant may be larger than both (a server that
+  -- lost its data counts fences anew; a fence of the other mode's hold).
+  local upto = math.min(tonumber(meant), tonumber(redis.call('GET', FENCE)) or 0)
+  if fence then upto = math.min(upto, tonumber(fence) - 1) end
+  return -1 - upto
 end
 if not fence then return -1 - (tonumber(redis.call('GET', FENCE)) or 0) end
 

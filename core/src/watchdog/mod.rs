@@ -266,11 +266,22 @@ impl Watchdog {
 
     /// Marks the tracked hold of `key`, if any, as being released until the guard is dropped.
     pub(crate) fn releasing(&self, key: impl FnOnce() -> WatchKey) -> Releasing<'_> {
+        self.releasing_fenced(key, None)
+    }
+
+    /// [`releasing`](Self::releasing) of the hold with the fencing token `meant` alone, if
+    /// given: a tracked hold with another fence is not the one released, and is not marked.
+    pub(crate) fn releasing_fenced(
+        &self,
+        key: impl FnOnce() -> WatchKey,
+        meant: Option<u64>,
+    ) -> Releasing<'_> {
         let mut entries = self.entries.lock().unwrap();
         let mut tracked = None;
         if !entries.is_empty() {
             let key = key();
-            if let Some(entry) = entries.get_mut(&key) {
+            let entry = entries.get_mut(&key);
+            if let Some(entry) = entry.filter(|e| meant.is_none_or(|m| e.fence == m)) {
                 entry.releasing += 1;
                 tracked = Some((key, entry.renewal.id));
             }
