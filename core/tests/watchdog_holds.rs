@@ -5,10 +5,11 @@
 
 mod common;
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use common::*;
-use redlock_core::{Client, Error, Owner};
+use redlock_core::{Client, Error, Hold, Lock, LockLostEvent, Owner};
 
 /// Returns right after a renewal tick finished, so the next one is a whole period away.
 async fn just_after_a_tick(client: &Client) {
@@ -349,6 +350,33 @@ async fn a_watched_hold_is_reported_lost_once_its_lease_passes_without_a_working
     .await;
 }
 
+/// Releases `view`'s hold of `owner` with the fence `stale`, which is not the owner's hold
+/// `kept`'s (a watched one): the release is `NotHeld`, and `kept` is neither reported lost nor
+/// left to expire (still held past several leases).
+async fn a_stale_fenced_release_leaves_kept(
+    view: &Lock,
+    owner: &Owner,
+    stale: u64,
+    kept: &Hold,
+    events: &Mutex<Vec<LockLostEvent>>,
+) {
+    let what = format!("{} ({:?})", view.name(), view.mode());
+    let released = view.release_fenced(owner, stale).await;
+    assert!(
+        matches!(released, Err(Error::NotHeld)),
+        "{what}: the stale release said {released:?}"
+    );
+    assert!(!kept.is_lost(), "{what}: the live hold is reported lost");
+    let seen = events.lock().unwrap().clone();
+    assert!(seen.is_empty(), "{what}: lock-lost callback ran: {seen:?}");
+    tokio::time::sleep(ms(1_500)).await;
+    let count = view.hold_count(owner).await.unwrap();
+    assert!(
+        count >= 1,
+        "{what}: the watchdog stopped keeping the hold: it expired"
+    );
+}
+
 /// A release of an ended hold by its fence (`release_fenced`, Go's `Hold.Release`) leaves the
 /// owner's newer hold alone also when the watchdog keeps it: it used to mark that hold as the one
 /// released, report it lost and stop renewing it.
@@ -370,27 +398,8 @@ async fn a_stale_fenced_release_does_not_lose_a_watched_newer_hold() {
             let new = view.acquire(&owner, NOW, None).await.unwrap();
             assert!(new.fencing_token() > old.fencing_token());
             // The first task releases its ended hold.
-            let stale = view.release_fenced(&owner, old.fencing_token()).await;
-            assert!(
-                matches!(stale, Err(Error::NotHeld)),
-                "read={read}: the stale release said {stale:?}"
-            );
-            assert!(
-                !new.is_lost(),
-                "read={read}: the newer hold is reported lost"
-            );
-            assert!(
-                events.lock().unwrap().is_empty(),
-                "read={read}: lock-lost callback ran: {:?}",
-                events.lock().unwrap()
-            );
-            // Still kept: past several leases the newer hold is there.
-            tokio::time::sleep(ms(1_500)).await;
-            assert_eq!(
-                view.hold_count(&owner).await.unwrap(),
-                1,
-                "read={read}: the watchdog stopped keeping the newer hold"
-            );
+            a_stale_fenced_release_leaves_kept(&view, &owner, old.fencing_token(), &new, &events)
+                .await;
             assert_eq!(
                 view.release_fenced(&owner, new.fencing_token())
                     .await
@@ -415,27 +424,9 @@ async fn a_fenced_release_with_a_larger_fence_leaves_the_watched_hold_kept() {
         let write = rw.write().acquire(&owner, NOW, None).await.unwrap();
         let read = rw.read().acquire(&owner, NOW, None).await.unwrap(); // a writer that reads
         assert!(read.fencing_token() > write.fencing_token());
-        let wrong = rw
-            .write()
-            .release_fenced(&owner, read.fencing_token())
-            .await;
-        assert!(
-            matches!(wrong, Err(Error::NotHeld)),
-            "the write view's release of the read hold's fence said {wrong:?}"
-        );
+        let fence = read.fencing_token();
+        a_stale_fenced_release_leaves_kept(&rw.write(), &owner, fence, &write, &events).await;
         assert_eq!(rw.write().hold_count(&owner).await.unwrap(), 1);
-        assert!(!write.is_lost(), "the live write hold is reported lost");
-        assert!(
-            events.lock().unwrap().is_empty(),
-            "{:?}",
-            events.lock().unwrap()
-        );
-        tokio::time::sleep(ms(1_500)).await;
-        assert_eq!(
-            rw.write().hold_count(&owner).await.unwrap(),
-            1,
-            "the watchdog stopped keeping the write hold: it expired"
-        );
     })
     .await;
 }
@@ -457,23 +448,7 @@ async fn a_fenced_release_of_a_hold_from_before_a_data_loss_leaves_the_new_hold_
         server.command(&["FLUSHALL"]); // a restart without persistence
         let new = lock.acquire(&owner, NOW, None).await.unwrap();
         assert!(new.fencing_token() < old.fencing_token());
-        let stale = lock.release_fenced(&owner, old.fencing_token()).await;
-        assert!(
-            matches!(stale, Err(Error::NotHeld)),
-            "the stale release said {stale:?}"
-        );
-        assert!(!new.is_lost(), "the new, live hold is reported lost");
-        assert!(
-            events.lock().unwrap().is_empty(),
-            "{:?}",
-            events.lock().unwrap()
-        );
-        tokio::time::sleep(ms(1_500)).await;
-        assert_eq!(
-            lock.hold_count(&owner).await.unwrap(),
-            1,
-            "the watchdog stopped keeping the new hold: it expired"
-        );
+        a_stale_fenced_release_leaves_kept(&lock, &owner, old.fencing_token(), &new, &events).await;
     })
     .await;
 }
