@@ -9,21 +9,6 @@ use redlock_core::blocking::CancelToken;
 use super::guard::entry;
 use super::handles::{borrow, free, into_handle};
 
-/// `static native long holdFencingToken(long hold)`: the 64-bit token, as a Java long (the
-/// core's counter starts at 1 and would need 2^63 acquisitions to turn negative).
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_redlock_Native_holdFencingToken<'local>(
-    mut env: JNIEnv<'local>,
-    _class: JClass<'local>,
-    hold: jlong,
-) -> jlong {
-    entry(&mut env, 0, |_| {
-        // SAFETY: the Java side passes a live hold handle (see `handles`).
-        let hold = unsafe { borrow::<Hold>(hold, "hold")? };
-        Ok(hold.fencing_token() as jlong)
-    })
-}
-
 /// `static native boolean holdIsLost(long hold)`: whether the watchdog found the hold gone.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_redlock_Native_holdIsLost<'local>(

@@ -63,8 +63,6 @@ final class Native {
   /** A snapshot of the lock's name, made by {@link LockInfo#fromNative}. */
   static native LockInfo lockInspect(long lock);
 
-  static native long holdFencingToken(long hold);
-
   static native boolean holdIsLost(long hold);
 
   static native void holdFree(long hold);

@@ -1,13 +1,11 @@
 package io.redlock;
 
-/** One acquisition's native hold: its fencing token, and whether the watchdog lost it. */
+/** One acquisition's native hold: whether the watchdog lost it. */
 final class NativeHold {
   private long handle;
-  final long fencingToken;
 
   NativeHold(long handle) {
     this.handle = handle;
-    this.fencingToken = Native.holdFencingToken(handle);
   }
 
   /** Synchronized with {@link #free} so a handle is never read after it is freed. */

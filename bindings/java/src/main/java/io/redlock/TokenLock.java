@@ -16,7 +16,7 @@ final class TokenLock implements DistributedLock {
   /** What the cleaner frees once this lock is unreachable (it must not refer to the lock). */
   private static final class NativeState implements Runnable {
     final long handle;
-    /** The hold each owner took through this object, for fencingToken() and isLost(). */
+    /** The hold each owner took through this object, for fencingToken()'s check and isLost(). */
     final Map<String, NativeHold> holds = new ConcurrentHashMap<>();
 
     NativeState(long handle) {
