@@ -100,8 +100,8 @@ impl ClientBuilder {
         self.config.watchdog = on;
         self
     }
-    /// Longest sleep of a waiter between attempts when no notification arrives (default 250 ms):
-    /// what a lost pub/sub message can cost at most.
+    /// Longest sleep of a waiter between attempts when no notification arrives (default 250 ms,
+    /// from 1 ms to ten years): what a lost pub/sub message can cost at most.
     pub fn recheck_interval(mut self, interval: Duration) -> Self {
         self.config.recheck_interval = interval;
         self
@@ -241,6 +241,15 @@ fn validate_config(config: &Config) -> Result<()> {
         if value.is_zero() {
             return Err(Error::invalid(format!("{what} must be greater than zero")));
         }
+    }
+    // Waiters are announced for four recheck intervals, in whole ms (announcement_ms): under
+    // 1 ms that is 0, "not waiting", and no waiter would ever be announced.
+    if config.recheck_interval < Duration::from_millis(1) {
+        return Err(Error::invalid("recheck interval must be at least 1 ms"));
+    }
+    // A waiter's announcement is a TTL of four intervals in Redis, held to ten years as a lease.
+    if config.recheck_interval > MAX_LEASE {
+        return Err(Error::invalid("recheck interval is longer than ten years"));
     }
     if config.direct_connections > MAX_DIRECT_CONNECTIONS {
         return Err(Error::invalid(format!(

@@ -197,6 +197,10 @@ async fn bad_client_settings_are_invalid() {
         Client::builder(&url).lease(ms(10)),
         Client::builder(&url).command_timeout(Duration::ZERO),
         Client::builder(&url).recheck_interval(Duration::ZERO),
+        // Announced for 0 ms (four intervals in whole ms): as if it never waited.
+        Client::builder(&url).recheck_interval(Duration::from_micros(200)),
+        Client::builder(&url).recheck_interval(MAX_LEASE + Duration::from_millis(1)),
+        Client::builder(&url).recheck_interval(Duration::MAX),
         Client::builder(&url).ping_interval(Some(Duration::ZERO)),
         Client::builder(&url).direct_connections(65),
         Client::builder(&url).direct_connections(usize::MAX),
@@ -220,6 +224,35 @@ async fn bad_client_settings_are_invalid() {
         lock.acquire(&owner, NOW, None).await.unwrap();
         lock.release(&owner).await.unwrap();
     }
+}
+
+/// As blocking.rs' direct test, on the async API: timeouts too long to count are "never".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_with_timeouts_too_long_to_count_still_work() {
+    let server = RedisServer::start();
+    let client = builder(&server)
+        .command_timeout(Duration::MAX)
+        .connect_timeout(Duration::MAX)
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("huge timeouts").unwrap();
+    let (owner, other) = (Owner::random(), Owner::random());
+    lock.acquire(&owner, NOW, None).await.unwrap();
+    lock.release(&owner).await.unwrap();
+    lock.acquire(&owner, NOW, Some(ms(5000))).await.unwrap();
+    // A wait that times out, and one dropped: the other owner's next call follows its tidy-up.
+    let timed_out = lock.acquire(&other, Some(ms(50)), None).await;
+    assert_eq!(timed_out.unwrap_err().kind(), ErrorKind::Timeout);
+    let waiting = {
+        let (lock, other) = (lock.clone(), other.clone());
+        tokio::spawn(async move { lock.acquire(&other, None, None).await })
+    };
+    tokio::time::sleep(ms(100)).await;
+    waiting.abort();
+    assert_eq!(lock.hold_count(&other).await.unwrap(), 0);
+    lock.release(&owner).await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

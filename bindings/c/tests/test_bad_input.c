@@ -135,6 +135,10 @@ static void durations_must_be_positive_or_the_sentinel(void) {
     rl_client refused = {0};
     CHECK_REJECTED(RL_INVALID_ARGUMENT, rl_client_connect(redis_url(), options, &refused, &err),
                    &err, "prefix");
+    CHECK_OK(rl_options_set_prefix(options, "fine", &err), &err);
+    CHECK_OK(rl_options_set_recheck_interval_ms(options, INT64_MAX, &err), &err);
+    CHECK_REJECTED(RL_INVALID_ARGUMENT, rl_client_connect(redis_url(), options, &refused, &err),
+                   &err, "recheck");
     /* A label must say something, in UTF-8; a long one is cut, not refused. */
     CHECK_REJECTED(RL_INVALID_ARGUMENT,
                    rl_lock_acquire_ex(lock, owner, 0, 10000, (rl_cancel){0}, "", NULL, NULL, &err),

@@ -136,6 +136,9 @@ def test_bad_client_settings(redis_server) -> None:
         rl.Client(redis_server.url, prefix="a{b")
     with pytest.raises(rl.InvalidArgumentError, match="lease"):
         rl.Client(redis_server.url, lease=-1)
+    # Under 1 ms a waiter would be announced for 0 ms: as if it never waited.
+    with pytest.raises(rl.InvalidArgumentError, match="recheck"):
+        rl.Client(redis_server.url, recheck_interval=0.0002)
     with pytest.raises(TypeError):
         rl.Client(redis_server.url, lease="30")
     with pytest.raises(TypeError):

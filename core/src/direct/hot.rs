@@ -191,7 +191,9 @@ impl HotConnections {
                 return;
             }
             // Taken by this open: others wait for its outcome rather than connect at once too.
-            *next = Some(Instant::now() + self.connect_timeout);
+            // (A timeout too long to count is cut to a century.)
+            let century = Duration::from_secs(100 * 365 * 24 * 3600);
+            *next = Some(Instant::now() + self.connect_timeout.min(century));
         }
         let pool = self.clone();
         runtime.spawn(async move {

@@ -141,7 +141,7 @@ impl LocalLock {
     /// it made or ended is gone anyway. (Bounded, so a connection that neither answers nor
     /// fails does not keep the tidy-up, and the owner's next calls, waiting for ever.)
     pub(crate) fn late_reply_patience(config: &crate::config::Config, lease: Duration) -> Duration {
-        lease.min(Duration::from_secs(600)) + config.command_timeout
+        (lease.min(Duration::from_secs(600))).saturating_add(config.command_timeout)
     }
 }
 

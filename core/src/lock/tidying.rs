@@ -121,7 +121,8 @@ impl Tidying {
         if self.under_way.load(Ordering::SeqCst) == 0 {
             return Ok(());
         }
-        let deadline = tokio::time::Instant::now() + limit;
+        // A limit too long to count waits as long as it takes.
+        let deadline = tokio::time::Instant::now().checked_add(limit);
         loop {
             let ended = self.ended.notified();
             tokio::pin!(ended);
@@ -130,6 +131,10 @@ impl Tidying {
             if !self.pending(token) {
                 return Ok(());
             }
+            let Some(deadline) = deadline else {
+                ended.await;
+                continue;
+            };
             if tokio::time::timeout_at(deadline, ended).await.is_err() {
                 return Err(Error::no_answer(limit));
             }
@@ -141,9 +146,13 @@ impl Tidying {
         if self.under_way.load(Ordering::SeqCst) == 0 {
             return Ok(());
         }
-        let deadline = Instant::now() + limit;
+        let deadline = Instant::now().checked_add(limit);
         let mut by_owner = self.by_owner.lock().unwrap();
         while by_owner.contains_key(token) {
+            let Some(deadline) = deadline else {
+                by_owner = self.ended_blocking.wait(by_owner).unwrap();
+                continue;
+            };
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(Error::no_answer(limit));
