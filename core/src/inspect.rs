@@ -70,7 +70,8 @@ pub struct HolderMetadata {
     /// The thread or task label given at acquisition (by default the OS thread's name or id).
     #[serde(default)]
     pub thread: String,
-    /// Unix time of acquisition, in milliseconds, by the holder's clock.
+    /// Unix time of acquisition, in milliseconds, by the holder's clock (by Redis' clock for a
+    /// hold a release granted to a waiting writer).
     #[serde(default, rename = "at")]
     pub acquired_at_ms: u64,
 }

@@ -220,6 +220,50 @@ async fn holder_metadata_is_stored_and_inspected() {
     assert_eq!(thread.len(), redlock_core::MAX_LABEL_LEN);
 }
 
+/// A hold that waited is dated when it was acquired, not when its call began waiting: the
+/// metadata's time and `held_for` (what inspect and contention alerts show). A writer gets the
+/// lock by a grant made in the release (dated by Redis' clock, its label kept), a reader by its
+/// own next attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_taken_after_a_wait_is_dated_when_it_was_acquired() {
+    let server = RedisServer::start();
+    let (holding, waiting) = (connect(&server).await, connect(&server).await);
+    for reads in [false, true] {
+        let name = format!("dated-{reads}");
+        let (a, b) = (Owner::random(), Owner::random());
+        let held = holding.read_write_lock(&name).unwrap().write();
+        held.acquire(&a, NOW, Some(ms(10_000))).await.unwrap();
+        let rw = waiting.read_write_lock(&name).unwrap();
+        let view = if reads { rw.read() } else { rw.write() };
+        let options = redlock_core::AcquireOptions {
+            wait: Some(ms(10_000)),
+            label: Some("waited".into()),
+            ..Default::default()
+        };
+        let waits = tokio::spawn(async move { view.acquire_with(&b, options).await });
+        tokio::time::sleep(ms(1000)).await;
+        let freed_at = unix_ms();
+        held.release(&a).await.unwrap();
+        waits.await.unwrap().unwrap();
+
+        let info = held.inspect().await.unwrap();
+        let holder = &info.holders[0];
+        assert_eq!(holder.metadata.thread, "waited");
+        assert!(
+            holder.metadata.acquired_at_ms + 50 >= freed_at,
+            "reads {reads}: dated {}, the lock was freed at {freed_at}",
+            holder.metadata.acquired_at_ms
+        );
+        let held_for = holder.held_for.unwrap();
+        assert!(held_for < ms(500), "reads {reads}: held for {held_for:?}");
+    }
+}
+
+fn unix_ms() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.unwrap().as_millis() as u64
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_watchdog_a_leaseless_hold_gets_the_default_lease_and_expires() {
     let server = RedisServer::start();

@@ -241,6 +241,42 @@ async fn contention_alert_names_the_lock_and_its_holders() {
     assert_eq!(lock.stats().alerts, 1);
 }
 
+/// The alert says how long the holders have held the lock: a holder that got it after a long
+/// wait of its own is not reported as holding it all that while.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contention_alert_does_not_count_the_holders_own_wait() {
+    let server = RedisServer::start();
+    let alerts: Arc<Mutex<Vec<ContentionAlert>>> = Arc::default();
+    let seen = alerts.clone();
+    let alerting = builder(&server)
+        .contention_alert_after(Some(ms(200)))
+        .on_contention(move |a| seen.lock().unwrap().push(a.clone()))
+        .connect()
+        .await
+        .unwrap();
+    let (first, second) = (connect(&server).await, connect(&server).await);
+    let (a, b, c) = (Owner::random(), Owner::random(), Owner::random());
+    let lock_a = first.lock("held after waiting").unwrap();
+    lock_a.acquire(&a, NOW, Some(ms(10_000))).await.unwrap();
+    let lock_b = second.lock("held after waiting").unwrap();
+    let b_waits = tokio::spawn(async move { lock_b.acquire(&b, Some(ms(10_000)), None).await });
+    tokio::time::sleep(ms(1500)).await;
+    lock_a.release(&a).await.unwrap();
+    b_waits.await.unwrap().unwrap();
+    let started = Instant::now();
+    let lock_c = alerting.lock("held after waiting").unwrap();
+    let timed_out = lock_c.acquire(&c, Some(ms(400)), None).await;
+    assert_eq!(timed_out.unwrap_err(), Error::Timeout);
+    let alerts = alerts.lock().unwrap().clone();
+    assert_eq!(alerts.len(), 1, "one alert per wait");
+    let held_for = alerts[0].holders[0].held_for.unwrap();
+    assert!(
+        held_for <= started.elapsed() + ms(100),
+        "b has held the lock for {:?} at most, the alert says {held_for:?}",
+        started.elapsed()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alert_after_failed_attempts_like_seed_000() {
     let server = RedisServer::start();

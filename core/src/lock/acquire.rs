@@ -49,10 +49,6 @@ impl Lock {
         // An unrepresentable deadline is "forever".
         let deadline = wait.and_then(|w| started.checked_add(w));
         let will_wait = wait != Some(Duration::ZERO);
-        let mut meta = HolderMetadata::current_json(options.label.as_deref());
-        if watched {
-            HolderMetadata::mark_watched(&mut meta, lease_ms);
-        }
         let waiter = if will_wait {
             self.client.pubsub.waiter_id(owner.token())
         } else {
@@ -61,7 +57,8 @@ impl Lock {
         let attempt = AttemptArgs {
             owner,
             lease_ms,
-            meta: &meta,
+            label: options.label.as_deref(),
+            watched,
             // A waiter announces itself (writers: to queue for a grant, and so new readers queue
             // behind; readers: so they get a turn after the writer); renewed at every attempt,
             // withdrawn when done.
@@ -303,7 +300,7 @@ impl Lock {
     ) -> Result<Attempt> {
         let call = AttemptCall {
             lease_ms: args.lease_ms,
-            meta: args.meta.to_owned(),
+            meta: args.meta(),
             announce_ms: args.announce_ms,
             waiter: args.waiter.to_owned(),
         };
@@ -325,10 +322,11 @@ impl Lock {
         args: &AttemptArgs<'_>,
         announcement: &mut Announcement<'_>,
     ) -> Result<Attempt> {
+        let meta = args.meta();
         let call = self.acquire_call(
             args.owner.token(),
             args.lease_ms,
-            args.meta,
+            &meta,
             args.announce_ms,
             args.waiter,
         );
@@ -342,7 +340,7 @@ impl Lock {
             |late| {
                 let token = args.owner.token();
                 let undo = Undo::new(self, token, args.waiter, args.announce_ms, args.lease_ms);
-                undo_late_direct(late, undo, args.meta.to_owned());
+                undo_late_direct(late, undo, meta.clone());
             },
         )?;
         Self::attempted(args, reply, announcement)
@@ -431,10 +429,25 @@ impl Lock {
 struct AttemptArgs<'a> {
     owner: &'a Owner,
     lease_ms: u64,
-    meta: &'a str,
+    /// The holder label asked for, if any.
+    label: Option<&'a str>,
+    /// The hold will be kept by the watchdog (its metadata says so, see extend.lua).
+    watched: bool,
     announce_ms: u64,
     /// This call's waiter id ("" when it does not wait).
     waiter: &'a str,
+}
+
+impl AttemptArgs<'_> {
+    /// The holder metadata of one attempt, made anew for each: its acquisition time is when
+    /// this attempt runs, not when the call began waiting.
+    fn meta(&self) -> String {
+        let mut meta = HolderMetadata::current_json(self.label);
+        if self.watched {
+            HolderMetadata::mark_watched(&mut meta, self.lease_ms);
+        }
+        meta
+    }
 }
 
 /// What the waiting part needs besides the attempt itself.

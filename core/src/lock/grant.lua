@@ -57,6 +57,10 @@ local function grant_next(channel, caller)
           'g:' .. fence .. ':' .. member) > 0 then
         redis.call('HDEL', WI, member)
         local _, lease, meta = string.match(info, '^n?(%d+):(%d+):(.*)$')
+        -- Acquired now, not when the waiter last announced itself: the metadata's time ("at",
+        -- its last field) becomes this grant's, by Redis' clock.
+        local head = string.match(meta, '^(.*"at":)%d+}$')
+        if head then meta = head .. string.format('%d', now()) .. '}' end
         local tok = string.match(member, '^[^:]*:(.*)$')
         redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'wg', member,
           'q', '1')

@@ -53,7 +53,8 @@ fn announced_attempt<'a>(owner: &'a Owner, waiter: &'a str) -> AttemptArgs<'a> {
     AttemptArgs {
         owner,
         lease_ms: 10_000,
-        meta: "{}",
+        label: None,
+        watched: false,
         announce_ms: 10_000,
         waiter,
     }
