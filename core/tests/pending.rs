@@ -167,6 +167,40 @@ fn a_hold_acquired_but_never_taken_is_released_when_the_acquire_is_dropped() {
     ));
 }
 
+/// Giving up an acquire whose hold nobody took, after that hold ended (its lease ran out) and
+/// the owner (another thread sharing it) took a new one, leaves the new hold alone: the give-up
+/// releases the hold it got, by its fencing token.
+#[test]
+fn giving_up_an_untaken_hold_that_ended_leaves_the_owners_newer_hold() {
+    let server = RedisServer::start();
+    let client = Client::connect(&server.url()).unwrap();
+    for cancel in [true, false] {
+        let lock = client.lock(&format!("pending-ended-{cancel}")).unwrap();
+        let (holder, waiter, other) = (Owner::random(), Owner::random(), Owner::random());
+        lock.acquire(&holder, None, None).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let short = AcquireOptions::new(Some(LONG), Some(Duration::from_millis(300)));
+        let pending = pending(&lock, &waiter, short);
+        pending.on_finished(move || tx.send(()).unwrap());
+        lock.release(&holder).unwrap();
+        rx.recv_timeout(LONG).expect("no notification");
+        while lock.is_held_by(&waiter).unwrap() {
+            thread::sleep(Duration::from_millis(20)); // the untaken hold's lease runs out
+        }
+        lock.acquire(&waiter, Some(Duration::ZERO), None).unwrap();
+        if cancel {
+            pending.cancel();
+        } else {
+            drop(pending);
+        }
+        thread::sleep(Duration::from_millis(300)); // the give-up runs on the runtime
+        assert_eq!(lock.hold_count(&waiter).unwrap(), 1, "cancel {cancel}");
+        let other_got = lock.try_acquire(&other, None).unwrap();
+        assert!(other_got.is_none(), "cancel {cancel}: another owner got in");
+        lock.release(&waiter).unwrap();
+    }
+}
+
 #[test]
 fn a_first_wait_long_enough_acquires_on_the_calling_thread() {
     let server = RedisServer::start();

@@ -196,8 +196,13 @@ impl Shared {
                 None
             }
         };
-        if unwanted.is_some() {
-            let _ = self.lock.release(&self.owner).await;
+        // By the hold's fence: should that hold have ended meanwhile, the owner's newer hold
+        // (taken by another thread sharing the owner) stays.
+        if let Some(hold) = unwanted {
+            let _ = self
+                .lock
+                .release_fenced(&self.owner, hold.fencing_token())
+                .await;
         }
         self.finished.notify_all();
         let notify = self.notify().take();
@@ -216,11 +221,12 @@ impl Shared {
                 *state = State::Abandoned;
                 self.cancel.cancel();
             }
-            State::Finished(Ok(_)) => {
+            State::Finished(Ok(ref hold)) => {
+                let fence = hold.fencing_token();
                 *state = State::Abandoned;
                 let (lock, owner) = (self.lock.clone(), self.owner.clone());
                 runtime().spawn(async move {
-                    let _ = lock.release(&owner).await;
+                    let _ = lock.release_fenced(&owner, fence).await;
                 });
             }
             State::Finished(Err(_)) => *state = State::Abandoned,
