@@ -484,3 +484,50 @@ async fn a_fenced_release_of_a_lost_watched_hold_is_lock_lost() {
     })
     .await;
 }
+
+/// Two releases of one watched hold at once (two threads of its owner): one ends it, the other
+/// finds it not held, as a second release in turn does. It was released, so it is never
+/// reported lost. (Before, the second release's "not held" could be handled first and report
+/// it lost: LockLost, the callback, `is_lost`.) A hold that really was lost (force-unlocked
+/// through another client) is still reported once by such a pair.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_releases_of_one_watched_hold_at_once_never_report_it_lost() {
+    limited(60, async {
+        let server = RedisServer::start();
+        let (client, events) = recording_losses(&server, ms(30_000)).await;
+        let admin = connect(&server).await;
+        let lock = client.lock("released twice").unwrap();
+        let owner = Owner::random();
+        for round in 0..300 {
+            let force_unlocked = round % 3 == 2;
+            let hold = lock.acquire(&owner, NOW, None).await.unwrap();
+            if force_unlocked {
+                assert!(admin.force_unlock("released twice").await.unwrap());
+            }
+            let release = || {
+                let (lock, owner) = (lock.clone(), owner.clone());
+                tokio::spawn(async move { lock.release(&owner).await })
+            };
+            let (a, b) = (release(), release());
+            let outcomes = [a.await.unwrap(), b.await.unwrap()];
+            let count = |want: Result<u32, Error>| outcomes.iter().filter(|o| **o == want).count();
+            let ended = if force_unlocked {
+                Err(Error::LockLost)
+            } else {
+                Ok(0)
+            };
+            assert_eq!(
+                (count(ended), count(Err(Error::NotHeld)), hold.is_lost()),
+                (1, 1, force_unlocked),
+                "round {round}: {outcomes:?}"
+            );
+        }
+        tokio::time::sleep(ms(100)).await;
+        assert_eq!(
+            events.lock().unwrap().len(),
+            100,
+            "one event per force-unlocked hold"
+        );
+    })
+    .await;
+}

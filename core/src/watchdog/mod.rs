@@ -435,9 +435,17 @@ impl Watchdog {
         let mut entries = self.entries.lock().unwrap();
         // The marked tracking, replaced by a new hold meanwhile: gone, and not by this release.
         let parked = releasing.and_then(|r| self.take_parked(r));
-        parked
-            .map(|(_, entry)| entry)
-            .or_else(|| take_gone(&mut entries, key, upto, releasing))
+        if parked.is_some() {
+            return parked.map(|(_, entry)| entry);
+        }
+        let entry = take_gone(&mut entries, key, upto, releasing)?;
+        // Another release of the same hold (another thread of the owner) is under way and may
+        // be the one that ended it: its reply tells, as in `forget_entry`. Until then parked.
+        if entry.releasing > u32::from(releasing.is_some_and(|r| r.marked(&entry))) {
+            self.parked.lock().unwrap().insert(entry.renewal.id, entry);
+            return None;
+        }
+        Some(entry)
     }
 
     /// A new hold of `key` with this fence that the watchdog does not keep (a fixed lease);
