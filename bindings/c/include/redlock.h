@@ -8,7 +8,8 @@
  * - objects are checked handles (structs holding a 64-bit id): a zero, freed or wrong handle is
  *   RL_INVALID_HANDLE, never a crash. *_free functions take a pointer to the handle and zero it;
  *   freeing a zero handle does nothing, like free(NULL);
- * - strings are NUL-terminated UTF-8; strings the library returns are freed with rl_string_free;
+ * - strings are NUL-terminated UTF-8; strings the library returns are freed with rl_string_free
+ *   (an rl_error's message is the rl_error's: rl_error_free frees it);
  * - durations are milliseconds in int64_t: wait_ms 0 = try once, RL_WAIT_FOREVER (-1) = no
  *   limit; lease_ms RL_LEASE_WATCHDOG (-1) = renewed by the watchdog until released;
  * - calls block the calling thread and are safe from any thread; every Redis call is bounded
@@ -330,7 +331,9 @@ rl_status rl_error_free(struct rl_error *err);
 /**
  * Frees a string this library handed out (owner tokens, inspect JSON). NULL is accepted and
  * does nothing. A string freed already, or not made by this library, is reported as
- * `RL_INVALID_ARGUMENT` and left alone (never passed to `free()`).
+ * `RL_INVALID_ARGUMENT` and left alone (never passed to `free()`); so is an `rl_error`'s
+ * message, which belongs to its `rl_error` (freed by `rl_error_free` or the next call that
+ * reports into it).
  *
  * # Safety
  * None beyond passing a pointer value: the pointer is checked before it is used.

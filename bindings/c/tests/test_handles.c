@@ -109,6 +109,23 @@ done:
     rl_error_free(&err);
 }
 
+/* An rl_error's message belongs to its rl_error: rl_string_free refuses it. (Before, it freed it,
+ * the allocator gave the memory to the caller's next string, and the next call reporting into
+ * the rl_error freed that string.) A failed getter leaves no stale value in its out-parameter. */
+static void an_errors_message_is_the_errors_and_failed_getters_reset_their_out(void) {
+    rl_error err = {0};
+    bool flag = false;
+    CHECK_STATUS(RL_INVALID_HANDLE, rl_lock_is_locked((rl_lock){0}, &flag, &err), &err);
+    REQUIRE(err.message != NULL);
+    CHECK_STATUS(RL_INVALID_ARGUMENT, rl_string_free(err.message), NULL);
+    CHECK(err.message != NULL && strstr(err.message, "rl_lock handle") != NULL);
+    CHECK_OK(rl_error_free(&err), NULL);
+    rl_mode mode = (rl_mode)12345;
+    CHECK_STATUS(RL_INVALID_HANDLE, rl_lock_mode((rl_lock){0}, &mode, &err), &err);
+    CHECK((int)mode == 0);
+    rl_error_free(&err);
+}
+
 static void loops_of_acquire_and_release_leak_no_handles(void) {
     rl_error err = {0};
     rl_client client = connect_default();
@@ -157,6 +174,8 @@ const test_case handle_tests[] = {
      a_closed_client_and_its_locks_answer_closed},
     {"handles: library strings are freed once, and only theirs",
      library_strings_are_freed_once_and_only_theirs},
+    {"handles: an rl_error's message is its own; failed getters reset their out-parameter",
+     an_errors_message_is_the_errors_and_failed_getters_reset_their_out},
     {"handles: loops of acquire and release leak no handles or strings",
      loops_of_acquire_and_release_leak_no_handles},
     {NULL, NULL},

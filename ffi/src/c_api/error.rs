@@ -72,10 +72,10 @@ pub(crate) unsafe fn report(err: *mut rl_error, outcome: &FfiResult<()>) {
     // `release` only frees strings this library handed out and has not freed yet, so a stale or
     // garbage `message` is ignored rather than freed.
     // SAFETY: as above.
-    strings::release(unsafe { message.read() });
+    strings::release_message(unsafe { message.read() });
     let (new_code, new_message) = match outcome {
         Ok(()) => (rl_status::RL_OK, ptr::null_mut()),
-        Err(e) => (e.status, strings::to_c(&e.message)),
+        Err(e) => (e.status, strings::to_c_message(&e.message)),
     };
     // SAFETY: as above.
     unsafe {

@@ -461,6 +461,9 @@ pub unsafe extern "C" fn rl_lock_mode(
 ) -> rl_status {
     guard(err, || {
         require_out(out, "out")?;
+        // No mode is 0: a failed call leaves 0 there, never a stale mode.
+        // SAFETY: per this function's contract; rl_mode is a repr(i32) enum.
+        unsafe { out.cast::<i32>().write(0) };
         let mode = LOCKS.get(lock.id)?.view().mode();
         // SAFETY: per this function's contract.
         unsafe { put(out, mode.into()) };

@@ -13,15 +13,30 @@ use super::error::{FfiError, FfiResult};
 use super::guard::guard;
 use super::status::rl_status;
 
+/// Strings handed out for `rl_string_free`.
 static LIVE: LazyLock<Mutex<HashSet<usize>>> = LazyLock::new(Mutex::default);
+/// Messages owned by an `rl_error` (freed by the next report into it or `rl_error_free`, never
+/// by `rl_string_free`: the error still points to its message, and would free it again, or
+/// whatever string got its memory since).
+static MESSAGES: LazyLock<Mutex<HashSet<usize>>> = LazyLock::new(Mutex::default);
 
 /// A new NUL-terminated copy of `text` owned by the caller (NUL bytes inside become U+FFFD).
 pub(crate) fn to_c(text: &str) -> *mut c_char {
+    to_c_in(&LIVE, text)
+}
+
+/// [`to_c`] for an `rl_error`'s message.
+pub(crate) fn to_c_message(text: &str) -> *mut c_char {
+    to_c_in(&MESSAGES, text)
+}
+
+fn to_c_in(registry: &Mutex<HashSet<usize>>, text: &str) -> *mut c_char {
     let owned = CString::new(text).unwrap_or_else(|_| {
         CString::new(text.replace('\0', "\u{FFFD}")).expect("no NUL bytes left")
     });
     let raw = owned.into_raw();
-    LIVE.lock()
+    registry
+        .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(raw as usize);
     raw
@@ -30,10 +45,19 @@ pub(crate) fn to_c(text: &str) -> *mut c_char {
 /// Frees a string from [`to_c`]; false (and nothing freed) for NULL, a string freed already, or
 /// memory this library did not hand out.
 pub(crate) fn release(raw: *mut c_char) -> bool {
+    release_in(&LIVE, raw)
+}
+
+/// Frees a message from [`to_c_message`], as [`release`] does.
+pub(crate) fn release_message(raw: *mut c_char) -> bool {
+    release_in(&MESSAGES, raw)
+}
+
+fn release_in(registry: &Mutex<HashSet<usize>>, raw: *mut c_char) -> bool {
     if raw.is_null() {
         return false;
     }
-    let known = LIVE
+    let known = registry
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .remove(&(raw as usize));
@@ -48,6 +72,10 @@ pub(crate) fn release(raw: *mut c_char) -> bool {
 /// How many strings handed out are not freed yet.
 pub(crate) fn live() -> usize {
     LIVE.lock().unwrap_or_else(PoisonError::into_inner).len()
+        + MESSAGES
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
 }
 
 /// Reads a NUL-terminated UTF-8 argument; `what` names it in the error message.
@@ -86,7 +114,9 @@ pub(crate) unsafe fn read_optional<'a>(
 
 /// Frees a string this library handed out (owner tokens, inspect JSON). NULL is accepted and
 /// does nothing. A string freed already, or not made by this library, is reported as
-/// `RL_INVALID_ARGUMENT` and left alone (never passed to `free()`).
+/// `RL_INVALID_ARGUMENT` and left alone (never passed to `free()`); so is an `rl_error`'s
+/// message, which belongs to its `rl_error` (freed by `rl_error_free` or the next call that
+/// reports into it).
 ///
 /// # Safety
 /// None beyond passing a pointer value: the pointer is checked before it is used.
@@ -97,7 +127,8 @@ pub unsafe extern "C" fn rl_string_free(s: *mut c_char) -> rl_status {
             Ok(())
         } else {
             Err(FfiError::invalid(
-                "string was already freed, or was not handed out by libredlock",
+                "string was already freed, is an rl_error's message, or was not handed out by \
+                 libredlock",
             ))
         }
     })
