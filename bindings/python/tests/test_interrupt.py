@@ -173,3 +173,44 @@ def test_ctrl_c_as_the_grant_arrives_leaves_no_hold_behind(
                 holder_client.force_unlock("interrupted as granted")
     finally:
         holder_client.close()
+
+
+def test_ctrl_c_as_the_parked_wait_returns_leaves_no_hold_behind(
+    client: rl.Client, other_client: rl.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window the test above hits by chance, made certain: a real SIGINT whose handler runs
+    as the first native call of the parked wait (after the first slice) returns, inside the
+    generated wrapper, before Python has its result. acquire() raises KeyboardInterrupt, so
+    nothing may be held or waiting afterwards. (Before, that call handed the waiting acquire to
+    Python as an object; the interrupt lost it, and it took the lock later, for nobody.)"""
+    from redlock_sdk._native import redlock as native
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    holder = other_client.lock("interrupted as parked", owner=rl.new_owner_token())
+    assert holder.acquire(lease=30)
+    lock = client.lock("interrupted as parked")
+    assert lock.hold_count == 0  # this thread's owner is made: no wrapper call for it below
+    original = native._uniffi_rust_call_with_error
+    interrupted: list[str] = []
+
+    def call(error_converter, fn, *args):
+        result = original(error_converter, fn, *args)
+        name = getattr(fn, "__name__", "")
+        if not interrupted and "_fn_method_" in name:  # not the handle's clone before it
+            interrupted.append(name)
+            signal.raise_signal(signal.SIGINT)
+        return result
+
+    monkeypatch.setattr(native, "_uniffi_rust_call_with_error", call)
+    with pytest.raises(KeyboardInterrupt):
+        lock.acquire()
+    monkeypatch.undo()
+    assert interrupted, "no native call was interrupted"
+    holder.release()
+    time.sleep(1.0)  # an acquire left running would have taken the lock by now
+    info = client.inspect("interrupted as parked")
+    mine = [(h["thread"], h["ttl"]) for h in info["holders"] if h["owner"] == lock.token]
+    assert (mine, info["waiting_writers"], lock.hold_count) == ([], 0, 0), (
+        f"interrupted after {interrupted[0]}: still held {mine}, "
+        f"waiting writers {info['waiting_writers']}"
+    )

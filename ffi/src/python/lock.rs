@@ -2,13 +2,13 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use redlock_core::{AcquireOptions, Mode, blocking};
 
 use super::error::{NativeError, lease_seconds, seconds, wait_seconds};
 use super::on_runtime;
 use super::owner::NativeOwner;
-use super::pending::PendingAcquire;
 use super::polled;
 use super::records::LockInfoRecord;
 use super::registry::Registry;
@@ -21,8 +21,9 @@ pub struct NativeLock {
     lock: blocking::Lock,
     /// Stored with each hold instead of the owner's label, when given.
     label: Option<String>,
-    /// Acquires still waiting after their first slice, until Python takes them by ticket.
-    parked: Mutex<HashMap<u64, Arc<PendingAcquire>>>,
+    /// Acquires still waiting after their first slice, by ticket, until their outcome is
+    /// handed out or they are given up ([`NativeLock::wait_parked`], `cancel_parked`).
+    parked: Mutex<HashMap<u64, Arc<blocking::PendingAcquire>>>,
     id: u64,
 }
 
@@ -64,7 +65,7 @@ impl NativeLock {
     /// Acquires for the owner with id `owner_id` ([`NativeOwner::id`]), blocking the calling
     /// thread (not the GIL) for at most `first_wait` seconds. `true`: the hold is the caller's.
     /// `false`: still waiting; the acquire goes on in the background, keeping its place, parked
-    /// under `ticket` for [`NativeLock::take_pending`], whose result waits for it or cancels it.
+    /// under `ticket` for [`NativeLock::wait_parked`] and [`NativeLock::cancel_parked`].
     /// The caller picks the ticket (unique per process) before the call, so that a Ctrl-C
     /// raised as this call returns, before the caller has its result, can still find and
     /// cancel the parked acquire. Python calls it through `fast` (`redlock_python_acquire`).
@@ -89,8 +90,10 @@ impl NativeLock {
                 Ok(true)
             }
             blocking::Started::Waiting(pending) => {
-                let pending = PendingAcquire::new(pending, ticket);
-                self.parked.lock().unwrap().insert(ticket, pending);
+                self.parked
+                    .lock()
+                    .unwrap()
+                    .insert(ticket, Arc::new(pending));
                 Ok(false)
             }
         }
@@ -174,9 +177,37 @@ impl NativeLock {
         self.id
     }
 
-    /// The acquire still waiting under `ticket` (see [`NativeLock::acquire`]); once only.
-    pub fn take_pending(&self, ticket: u64) -> Option<Arc<PendingAcquire>> {
-        self.parked.lock().unwrap().remove(&ticket)
+    /// Waits up to `timeout` seconds for the acquire parked under `ticket`: `true` once the
+    /// hold is the caller's, `false` while it still waits, or its error (`Timeout` when its own
+    /// wait ran out). It stays parked until its outcome is handed out: no object crosses into
+    /// Python, so an exception raised as a call returns (Ctrl-C, run inside the generated
+    /// wrapper) cannot lose it, and `cancel_parked` finds it.
+    pub fn wait_parked(&self, ticket: u64, timeout: f64) -> Result<bool, NativeError> {
+        let timeout = seconds("timeout", timeout)?.min(Duration::from_secs(3600));
+        let pending = self.parked.lock().unwrap().get(&ticket).cloned();
+        let pending =
+            pending.ok_or_else(|| NativeError::invalid(format!("no waiting acquire {ticket}")))?;
+        let outcome = pending.wait(timeout);
+        if !matches!(outcome, Ok(None)) {
+            self.parked.lock().unwrap().remove(&ticket);
+        }
+        match outcome? {
+            Some(_) => {
+                delivered(ticket);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Gives up the acquire parked under `ticket`: a running acquire is cancelled (nothing is
+    /// left in Redis) and a hold it got that nobody took is released. Harmless when there is
+    /// none (never parked, or its outcome was handed out).
+    pub fn cancel_parked(&self, ticket: u64) {
+        let pending = self.parked.lock().unwrap().remove(&ticket);
+        if let Some(pending) = pending {
+            pending.cancel();
+        }
     }
 
     /// Whether the acquire under `ticket` was the last to hand this thread a hold (forgotten

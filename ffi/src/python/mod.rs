@@ -11,7 +11,8 @@
 //! - every call is made through ctypes, which releases the GIL for its duration;
 //! - a sync acquire makes its first attempt on the calling thread; one that must wait goes on
 //!   as a task on the core's shared runtime ([`blocking::runtime`], re-created after `fork()`),
-//!   watched through a [`PendingAcquire`] so Python can wait in short slices (Ctrl-C works);
+//!   parked in its `NativeLock` by ticket until its outcome is handed out, so Python can wait
+//!   in short slices (Ctrl-C works) and cancel it by ticket whenever an exception comes;
 //! - asyncio's acquire and release are polled by the loop on its own thread (`polled`), woken
 //!   through a descriptor the loop watches: no thread of ours waits for the GIL;
 //! - the other async results are handed to Python from a blocking-pool thread, never from a
@@ -24,7 +25,6 @@ mod events;
 mod fast;
 mod lock;
 mod owner;
-mod pending;
 mod polled;
 mod records;
 mod registry;

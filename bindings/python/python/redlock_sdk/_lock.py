@@ -109,18 +109,14 @@ class Lock:
         except NATIVE_ERRORS as e:
             raise translate(e) from None
         except BaseException:
-            parked = self._native.take_pending(ticket)
-            if parked is not None:
-                parked.cancel()
-            else:
-                self._give_back_if_delivered(ticket)
+            self._native.cancel_parked(ticket)
+            self._give_back_if_delivered(ticket)
             raise
-        pending = None
+        # The acquire stays parked under its ticket in the native lock until its outcome is
+        # handed out, so that whatever exception arrives (Ctrl-C as a call returns), the
+        # handler below still finds it: no object is handed over that an interrupt could lose.
         try:
-            pending = self._native.take_pending(ticket)
-            if pending is None:  # cannot happen: the ticket was just handed out
-                raise RuntimeError("redlock: lost track of a waiting acquire")
-            while not pending.wait(_SLICE):
+            while not self._native.wait_parked(ticket, _SLICE):
                 pass
             return True
         except NativeError.Timeout:
@@ -129,10 +125,7 @@ class Lock:
             raise translate(e) from None
         except BaseException:
             # Ctrl-C or another exception: leave nothing held behind.
-            if pending is None:
-                pending = self._native.take_pending(ticket)
-            if pending is not None:
-                pending.cancel()
+            self._native.cancel_parked(ticket)
             self._give_back_if_delivered(ticket)
             raise
 
