@@ -56,7 +56,8 @@ pub struct HolderInfo {
     pub fencing_token: u64,
     pub lease_left: Duration,
     pub metadata: HolderMetadata,
-    /// How long the hold has existed, by the holder's clock at acquisition and Redis' clock now.
+    /// How long the hold has existed: from its metadata's acquisition time (see
+    /// [`HolderMetadata::acquired_at_ms`]) to Redis' clock now.
     pub held_for: Option<Duration>,
 }
 

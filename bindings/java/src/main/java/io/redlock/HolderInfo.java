@@ -14,13 +14,14 @@ import java.util.Optional;
  * @param holdCount how many times the owner holds the name in this mode (reentrant holds)
  * @param fencingToken the fencing token of the hold
  * @param leaseLeft the time until Redis frees the hold unless it is renewed or extended
- * @param heldFor how long the hold has existed (the holder's clock at acquisition, Redis' clock
- *     now); empty when unknown
+ * @param heldFor how long the hold has existed (from {@code acquiredAt} to Redis' clock now);
+ *     empty when unknown
  * @param host the host name of the process that acquired the hold
  * @param pid the process id of the process that acquired the hold (0 when not recorded)
  * @param thread the label given at acquisition ({@link DistributedLock#withLabel(String)}), or by
  *     default the name of the thread that acquired (for other languages: their thread or task)
- * @param acquiredAt when the hold was acquired, by the holder's clock; empty when not recorded
+ * @param acquiredAt when the hold was acquired, by the holder's clock (by Redis' clock when a
+ *     release handed the lock to this waiting writer); empty when not recorded
  */
 public record HolderInfo(
     LockMode mode,
