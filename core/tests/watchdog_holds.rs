@@ -531,3 +531,53 @@ async fn two_releases_of_one_watched_hold_at_once_never_report_it_lost() {
     })
     .await;
 }
+
+/// One renewal call renews up to 500 holds. A key of another type planted where one lock's
+/// state was (its hold really ends) makes Redis refuse that hold's commands: only that hold is
+/// reported lost, once; the others of its call, exclusive and read holds, stay kept. (Before,
+/// the refusal failed the whole call, and every hold after the bad one in it expired.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_of_another_type_loses_its_own_hold_alone() {
+    limited(60, async {
+        let server = RedisServer::start();
+        let lease = ms(600);
+        let (client, events) = recording_losses(&server, lease).await;
+        let mut holds = Vec::new();
+        for i in 0..300 {
+            let (name, owner) = (format!("x{i}"), Owner::random());
+            let lock = client.lock(&name).unwrap();
+            let hold = lock.acquire(&owner, NOW, None).await.unwrap();
+            holds.push((name, false, owner, hold));
+        }
+        for i in 0..150 {
+            let name = format!("r{i}");
+            let read = client.read_write_lock(&name).unwrap().read();
+            for _ in 0..2 {
+                let owner = Owner::random();
+                let hold = read.acquire(&owner, NOW, None).await.unwrap();
+                holds.push((name.clone(), true, owner, hold));
+            }
+        }
+        // x7 comes early in the first call's 500 holds.
+        server.command(&["DEL", "redlock:{x7}"]);
+        server.command(&["SET", "redlock:{x7}", "planted"]);
+        tokio::time::sleep(lease * 4).await; // every hold would have expired unrenewed
+        let mut dropped = Vec::new();
+        for (name, read, owner, hold) in holds.iter().filter(|h| h.0 != "x7") {
+            let rw = client.read_write_lock(name).unwrap();
+            let view = if *read { rw.read() } else { rw.write() };
+            if hold.is_lost() || !view.is_held_by(owner).await.unwrap() {
+                dropped.push(name.clone());
+            }
+        }
+        assert!(dropped.is_empty(), "{} live holds dropped", dropped.len());
+        let reported: Vec<String> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.name.clone())
+            .collect();
+        assert_eq!(reported, ["x7"]);
+    })
+    .await;
+}

@@ -2,12 +2,14 @@
 -- ARGV: lease ms, then the tag and the owner token of each hold; a tag is the mode ('w' or 'r')
 -- followed by the fence of the hold the watchdog keeps: a later hold of the same owner (taken
 -- with a fixed lease, or by another instance after this one ended) is not this one, and is left
--- to its own lease. Returns one character per hold, '1' (renewed) or '0' (gone): one bulk
--- string is far cheaper to build and parse than 500 integers.
+-- to its own lease. Returns one character per hold, '1' (renewed), '0' (gone) or 'e' (Redis
+-- refused a command on its keys, a key of the wrong type say: each hold is renewed under pcall,
+-- so that one bad key fails its own hold, not the renewal of the whole batch): one bulk string
+-- is far cheaper to build and parse than 500 integers.
 -- Never shortens a lease. The prelude's H/Z/W/WR are unused here.
 local lease = tonumber(ARGV[1])
 local result = {}
-for i = 1, #KEYS / 2 do
+local function renew_one(i)
   local hash, zset = KEYS[2 * i - 1], KEYS[2 * i]
   local tag, tok = ARGV[2 * i], ARGV[2 * i + 1]
   local writer = string.byte(tag) == 119 -- 'w'
@@ -37,6 +39,10 @@ for i = 1, #KEYS / 2 do
       if redis.call('PTTL', hash) < lease then redis.call('PEXPIRE', hash, ARGV[1]) end
     end
   end
-  result[i] = held and '1' or '0'
+  return held and '1' or '0'
+end
+for i = 1, #KEYS / 2 do
+  local ok, answer = pcall(renew_one, i)
+  result[i] = ok and answer or 'e'
 end
 return table.concat(result)

@@ -113,7 +113,7 @@ async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
     // only for holds whose renewals failed in an earlier tick.
     let (mut failed, mut confirmed) = (Vec::new(), Vec::new());
     let confirming = client.watchdog.any_unconfirmed();
-    let mut unreachable = false;
+    let (mut unreachable, mut refused) = (false, 0);
     for group in holds.chunk_by(same_group) {
         for batch in group.chunks(BATCH) {
             if unreachable {
@@ -130,6 +130,12 @@ async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
                     for (hold, ok) in batch.iter().zip(renewed) {
                         if ok == b'0' {
                             lost.insert(hold.id);
+                        } else if ok == b'e' {
+                            // Redis refused a command on this hold's keys (a key of the wrong
+                            // type): it fails as a refused call would, the rest of the batch
+                            // renewed.
+                            failed.push(hold.id);
+                            refused += 1;
                         } else if confirming {
                             confirmed.push(hold.id);
                         }
@@ -146,6 +152,12 @@ async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
         }
     }
     drop(holds);
+    if refused > 0 {
+        tracing::warn!(
+            holds = refused,
+            "watchdog renewal refused by Redis (keys of another type?)"
+        );
+    }
     if !lost.is_empty() {
         client.watchdog.mark_lost(client, &lost);
     }
