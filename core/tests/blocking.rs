@@ -172,9 +172,17 @@ fn direct_calls_after_the_server_closed_idle_connections_succeed() {
 }
 
 /// A direct release that runs into the command timeout is run late by Redis: its reply is read
-/// on its connection, so the hold is not reported lost and the retry says `NotHeld`.
+/// on its connection, so the hold is not reported lost and the retry says `NotHeld`. Also for a
+/// release sent behind a `PING` (the client's last release granted the lock to another client's
+/// waiter): its late reply is the second on the connection. (Before, the `PONG` was read as the
+/// release's reply, and the hold was reported lost.)
 #[test]
 fn a_direct_release_that_redis_runs_late_is_not_reported_lost() {
+    late_direct_release_is_heard(false);
+    late_direct_release_is_heard(true);
+}
+
+fn late_direct_release_is_heard(behind_ping: bool) {
     let server = RedisServer::start();
     let events = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = events.clone();
@@ -188,12 +196,32 @@ fn a_direct_release_that_redis_runs_late_is_not_reported_lost() {
     let lock = client.lock("direct-late-release").unwrap();
     let me = Owner::random();
     lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
-    assert_eq!(lock.release(&me).unwrap(), 0);
+    let waiting = behind_ping.then(|| {
+        let other = Client::connect(&server.url()).unwrap();
+        let lock = other.lock("direct-late-release").unwrap();
+        thread::spawn(move || {
+            let them = Owner::random();
+            lock.acquire(&them, Some(Duration::from_secs(10)), None)
+                .unwrap();
+            assert_eq!(lock.release(&them).unwrap(), 0);
+        })
+    });
+    while behind_ping && lock.inspect().unwrap().waiting_writers == 0 {
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(lock.release(&me).unwrap(), 0); // granted to the waiter, if any
+    if let Some(waiting) = waiting {
+        waiting.join().unwrap();
+    }
     let hold = lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
     let stall = server.stall(Duration::from_millis(1000));
     assert!(matches!(lock.release(&me), Err(Error::Connection(_))));
     stall.join().unwrap();
-    assert_eq!(lock.release(&me).unwrap_err(), Error::NotHeld);
+    assert_eq!(
+        lock.release(&me).unwrap_err(),
+        Error::NotHeld,
+        "behind a PING: {behind_ping}"
+    );
     assert!(!lock.is_locked().unwrap(), "the late release ran");
     thread::sleep(Duration::from_millis(1500)); // a renewal tick or two
     assert_eq!((hold.is_lost(), hold.is_watched()), (false, false));

@@ -78,6 +78,8 @@ pub(crate) struct Wire {
     cancel: Option<CancelToken>,
     /// The last call gave up on its reply because `cancel` fired.
     gave_up: bool,
+    /// Replies of the last call not read yet (a call that timed out or gave up).
+    unread: usize,
 }
 
 /// How often a call with a cancel token looks at it while it waits for the reply.
@@ -110,6 +112,7 @@ impl Wire {
                 replies: ReplyBuffer::new(),
                 cancel: None,
                 gave_up: false,
+                unread: 0,
             };
             wire.handshake(info)?;
             wire.stream.set_write_timeout(command_timeout)?;
@@ -183,7 +186,13 @@ impl Wire {
     pub(crate) fn late_reply<T: FromRedisValue>(&mut self, patience: Duration) -> RedisResult<T> {
         self.stream.set_read_timeout(patience)?;
         self.read_timeout_shortened = true;
-        let reply = self.read_value(deadline_after(patience))?.extract_error()?;
+        let deadline = deadline_after(patience);
+        // The call's own reply is the last one it was owed (a release behind a PING owes two).
+        while self.unread > 1 {
+            self.read_value(deadline)?;
+            self.unread -= 1;
+        }
+        let reply = self.read_value(deadline)?.extract_error()?;
         Ok(T::from_redis_value(reply)?)
     }
 
@@ -191,17 +200,22 @@ impl Wire {
         self.out.clear();
         call.write_packed_command(&mut self.out);
         let deadline = self.start_call()?;
+        self.unread = 1;
         self.stream.write_all(&self.out)?;
-        self.read_value(deadline)
+        let reply = self.read_value(deadline)?;
+        self.unread = 0;
+        Ok(reply)
     }
 
     /// Sends `packed` (`count` commands) and reads their replies, all within the command timeout.
     fn request_packed(&mut self, packed: &[u8], count: usize) -> RedisResult<Vec<Value>> {
         let deadline = self.start_call()?;
+        self.unread = count;
         self.stream.write_all(packed)?;
         let mut replies = Vec::with_capacity(count);
         for _ in 0..count {
             replies.push(self.read_value(deadline)?);
+            self.unread -= 1;
         }
         Ok(replies)
     }
