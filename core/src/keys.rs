@@ -5,7 +5,7 @@
 //!
 //! | key                 | type | holds                                                        |
 //! |---------------------|------|--------------------------------------------------------------|
-//! | `P:{N}`             | hash | writer (`wo` token, `wc` count, `wf` fence, `wm` metadata), readers (`rc:T`, `rf:T`, `rm:T`), reader count `n`; exists exactly while held; a lone writer's lease is its TTL |
+//! | `P:{N}`             | hash | writer (`wo` token, `wc` count, `wf` fence, `wm` metadata; `q` once waiters or readers may exist beside it, `wg` the waiter id a release granted it to, until that waiter's attempt claims it), readers (`rc:T`, `rf:T`, `rm:T`), reader count `n`; exists exactly while held; a lone writer's lease is its TTL |
 //! | `P:{N}:exp`         | zset | only while readers hold: each reader's lease end (ms), and the writer's (`w`) after a downgrade |
 //! | `P:{N}:ww`          | zset | writers waiting, in arrival order (waiter id `X-SEQ:T` scored by first announcement µs) |
 //! | `P:{N}:wi`          | hash | per waiting writer: `expiry:lease:metadata`, for grants      |

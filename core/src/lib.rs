@@ -19,7 +19,11 @@
 //! - **Leases**: a hold without a lease is renewed by one watchdog task per client (every
 //!   lease/3, batched); a hold the watchdog finds gone is reported lost, and so is one whose
 //!   lease has passed since the last renewal that worked (Redis unreachable or refusing: it has
-//!   let the hold expire), at the first tick after. Each reader's share has its own lease.
+//!   let the hold expire), when the first tick after ends. A tick waits for its renewal calls,
+//!   so against a Redis that does not answer that report comes up to the command timeout (3 s
+//!   by default) after the lease ended, when another client may hold the lock already: keep
+//!   the command timeout well under the lease, and guard resources with fencing tokens. Each
+//!   reader's share has its own lease.
 //! - **One round trip** per acquire attempt and per release (one Lua script each), made on one
 //!   of a few direct connections of the client when one is idle (the caller writes and reads
 //!   the socket itself), else on the shared multiplexed connection. Waiting is by pub/sub
