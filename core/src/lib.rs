@@ -19,10 +19,11 @@
 //! - **Leases**: a hold without a lease is renewed by one watchdog task per client (every
 //!   lease/3, batched); a hold the watchdog finds gone is reported lost, and so is one whose
 //!   lease has passed since the last renewal that worked (Redis unreachable or refusing: it has
-//!   let the hold expire), when the first tick after ends. A tick waits for its renewal calls,
-//!   so against a Redis that does not answer that report comes up to the command timeout (3 s
-//!   by default) after the lease ended, when another client may hold the lock already: keep
-//!   the command timeout well under the lease, and guard resources with fencing tokens. Each
+//!   let the hold expire), when the first tick after ends; a renewal call that Redis has not
+//!   answered when a lease it renews passes is given up then, so a silent Redis does not delay
+//!   the report to the command timeout. (Counted from the start of the tick whose renewal last
+//!   worked: early by up to that call's time, never late by more than a tick. Another client
+//!   may hold the lock as soon as the lease ends: guard resources with fencing tokens.) Each
 //!   reader's share has its own lease.
 //! - **One round trip** per acquire attempt and per release (one Lua script each), made on one
 //!   of a few direct connections of the client when one is idle (the caller writes and reads

@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -343,6 +343,52 @@ async fn a_watched_hold_is_reported_lost_once_its_lease_passes_without_a_working
             after >= lease - ms(200),
             "reported lost {after:?} after Redis went away: too soon"
         );
+        tokio::time::sleep(ms(600)).await;
+        assert_eq!(events.lock().unwrap().len(), 1, "reported once");
+        assert_eq!(client.watched_holds(), 0);
+    })
+    .await;
+}
+
+/// As above with a Redis that does not answer (busy, as behind a slow command): a renewal call
+/// still waiting when the lease it renews has passed is given up then, and the hold reported
+/// lost, not once the command timeout (longer here than the lease) ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_hold_is_reported_lost_when_its_lease_passes_while_redis_is_silent() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let lease = ms(900);
+        let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
+        let seen = events.clone();
+        let client = builder(&server)
+            .lease(lease)
+            .command_timeout(ms(5_000))
+            .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
+            .connect()
+            .await
+            .unwrap();
+        let lock = client.lock("silent").unwrap();
+        let hold = lock.acquire(&Owner::random(), NOW, None).await.unwrap();
+        just_after_a_tick(&client).await;
+        let silent = std::time::Instant::now();
+        let stall = server.stall(ms(3_500));
+        while !hold.is_lost() && silent.elapsed() < ms(3_000) {
+            tokio::time::sleep(ms(20)).await;
+        }
+        let after = silent.elapsed();
+        // The last renewal that worked was at most a tick (lease/3) before the stall.
+        let deadline = lease + lease / 3 + ms(500);
+        assert!(
+            after <= deadline,
+            "reported lost {after:?} after Redis fell silent"
+        );
+        assert!(
+            after >= lease - ms(300),
+            "reported lost too soon: {after:?}"
+        );
+        tokio::task::spawn_blocking(move || stall.join().unwrap())
+            .await
+            .unwrap();
         tokio::time::sleep(ms(600)).await;
         assert_eq!(events.lock().unwrap().len(), 1, "reported once");
         assert_eq!(client.watched_holds(), 0);

@@ -317,6 +317,19 @@ impl Watchdog {
         !self.unconfirmed.lock().unwrap().is_empty()
     }
 
+    /// When the first lease of a tracked hold passes unless this tick renews it, counted as
+    /// `renewals_checked` counts (from the last tick's start `previous`, or from the first
+    /// failed renewal's); `None` before the first tick.
+    pub(crate) fn first_lease_end(
+        &self,
+        previous: Option<Instant>,
+        lease: Duration,
+    ) -> Option<Instant> {
+        let unconfirmed = self.unconfirmed.lock().unwrap();
+        let earliest = unconfirmed.values().copied().chain(previous).min()?;
+        earliest.checked_add(lease)
+    }
+
     /// Renewals of the trackings `failed` got no answer or an error this tick; those of
     /// `confirmed` worked. A hold whose renewal fails for the first time had its lease last set
     /// by its acquire or by the tick before this one (which started at `previous`), whichever

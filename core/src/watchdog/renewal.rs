@@ -114,6 +114,9 @@ async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
     let (mut failed, mut confirmed) = (Vec::new(), Vec::new());
     let confirming = client.watchdog.any_unconfirmed();
     let (mut unreachable, mut refused) = (false, 0);
+    // A call still unanswered when a lease it renews passes is given up then (a Redis that does
+    // not answer): its holds are reported lost at their lease's end, not the command timeout's.
+    let give_up_at = (client.watchdog).first_lease_end(previous, client.config.lease);
     for group in holds.chunk_by(same_group) {
         for batch in group.chunks(BATCH) {
             if unreachable {
@@ -122,10 +125,15 @@ async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
                 continue;
             }
             client.watchdog.renew_calls.fetch_add(1, Ordering::Relaxed);
-            match client
-                .eval_rerunnable::<Vec<u8>>(&SCRIPTS.renew, &renew_call(batch, lease_ms), false)
-                .await
-            {
+            let request = renew_call(batch, lease_ms);
+            let call = client.eval_rerunnable::<Vec<u8>>(&SCRIPTS.renew, &request, false);
+            let answer = match give_up_at {
+                Some(at) => tokio::time::timeout_at(at.into(), call)
+                    .await
+                    .unwrap_or_else(|_| Err(gave_up())),
+                None => call.await,
+            };
+            match answer {
                 Ok(renewed) => {
                     for (hold, ok) in batch.iter().zip(renewed) {
                         if ok == b'0' {
@@ -163,6 +171,10 @@ async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
     }
     let lease = client.config.lease;
     (client.watchdog).renewals_checked(client, &failed, &confirmed, previous, lease);
+}
+
+fn gave_up() -> crate::Error {
+    crate::Error::Connection("Redis did not answer a renewal before a lease it renews ended".into())
 }
 
 /// The `EVALSHA` of renew.lua for one batch: a plain command, built in one buffer sized up
