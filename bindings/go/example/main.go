@@ -66,7 +66,9 @@ func handOver(ctx context.Context, a, b *redlock.Client) error {
 	writer := redlock.NewOwner()
 	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	hold, err := rwA.Write().Acquire(waitCtx, writer)
+	// A fixed lease for a hold handed over: A's watchdog would report a watched hold that B
+	// releases as lost (it cannot tell that release from a loss).
+	hold, err := rwA.Write().Acquire(waitCtx, writer, redlock.WithLease(30*time.Second))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package io.redlock.demo;
 import static io.redlock.demo.Main.check;
 
 import io.redlock.ContentionAlert;
+import io.redlock.DistributedLock;
+import io.redlock.DistributedReadWriteLock;
 import io.redlock.RedlockClient;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -29,11 +31,13 @@ final class Seed000ReadWrite {
                 .build()) {
       // The token travels with the request (e.g. in a message) from instance A to instance B.
       String token = RedlockClient.newOwnerToken();
-      ReadWriteLock onA = instanceA.getReadWriteLock("ARTICLE", token);
-      ReadWriteLock onB = instanceB.getReadWriteLock("ARTICLE", token);
+      DistributedReadWriteLock onA = instanceA.getReadWriteLock("ARTICLE", token);
+      DistributedReadWriteLock onB = instanceB.getReadWriteLock("ARTICLE", token);
 
-      Lock readOnA = onA.readLock();
-      readOnA.lock();
+      // A fixed lease for a hold another instance releases: A's watchdog would report a watched
+      // one lost when B releases it (it cannot tell that release from a loss).
+      DistributedLock readOnA = onA.readLock();
+      readOnA.lock(30, TimeUnit.SECONDS);
       System.out.println("   instance A read-locked ARTICLE");
 
       // A writer elsewhere waits, and the alert names who holds the lock.
