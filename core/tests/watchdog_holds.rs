@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use common::*;
@@ -358,15 +358,8 @@ async fn a_watched_hold_is_reported_lost_when_its_lease_passes_while_redis_is_si
     limited(30, async {
         let server = RedisServer::start();
         let lease = ms(900);
-        let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
-        let seen = events.clone();
-        let client = builder(&server)
-            .lease(lease)
-            .command_timeout(ms(5_000))
-            .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
-            .connect()
-            .await
-            .unwrap();
+        let silent_longer = builder(&server).lease(lease).command_timeout(ms(5_000));
+        let (client, events) = recording_losses_of(silent_longer).await;
         let lock = client.lock("silent").unwrap();
         let hold = lock.acquire(&Owner::random(), NOW, None).await.unwrap();
         just_after_a_tick(&client).await;

@@ -69,10 +69,16 @@ pub async fn recording_losses(
     server: &RedisServer,
     lease: Duration,
 ) -> (Client, Arc<Mutex<Vec<LockLostEvent>>>) {
+    recording_losses_of(builder(server).lease(lease)).await
+}
+
+/// The client of `builder`, recording every lock-lost event it reports.
+pub async fn recording_losses_of(
+    builder: redlock_core::ClientBuilder,
+) -> (Client, Arc<Mutex<Vec<LockLostEvent>>>) {
     let events: Arc<Mutex<Vec<LockLostEvent>>> = Arc::default();
     let seen = events.clone();
-    let client = builder(server)
-        .lease(lease)
+    let client = builder
         .on_lock_lost(move |e| seen.lock().unwrap().push(e.clone()))
         .connect()
         .await

@@ -69,8 +69,8 @@ pub(crate) unsafe fn report(err: *mut rl_error, outcome: &FfiResult<()>) {
     // SAFETY: `err` is non-NULL and valid for reads and writes per the caller.
     let (code, message) = unsafe { (&raw mut (*err).code, &raw mut (*err).message) };
     // Free the message of an earlier call so that reusing one rl_error in a loop does not leak.
-    // `release` only frees strings this library handed out and has not freed yet, so a stale or
-    // garbage `message` is ignored rather than freed.
+    // `release_message` only frees messages this library handed out and has not freed yet, so
+    // a stale or garbage `message` is ignored rather than freed.
     // SAFETY: as above.
     strings::release_message(unsafe { message.read() });
     let (new_code, new_message) = match outcome {
