@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use super::{CancelToken, Lock, block_on_acquire, cancellable, runtime};
 use crate::error::{Error, Result};
-use crate::lock::{AcquireOptions, Hold};
+use crate::lock::{AcquireOptions, Hold, TidyTicket};
 use crate::owner::Owner;
 
 /// How [`Lock::start_acquire`] ended.
@@ -100,6 +100,10 @@ struct Shared {
     cancel: CancelToken,
     lock: crate::Lock,
     owner: Owner,
+    /// Taken when the caller gives up, until what its acquire got is given back: the owner's
+    /// next calls on the name wait for it (see `lock::tidying`), so they never re-enter the
+    /// hold given up.
+    giving_back: Mutex<Option<TidyTicket>>,
 }
 
 /// An acquire waiting on the shared runtime (see the module's guarantees). Dropping it gives up
@@ -118,6 +122,7 @@ impl PendingAcquire {
             cancel,
             lock,
             owner,
+            giving_back: Mutex::new(None),
         });
         let task = shared.clone();
         runtime().spawn(async move {
@@ -201,9 +206,16 @@ impl Shared {
         if let Some(hold) = unwanted {
             let _ = self
                 .lock
-                .release_fenced(&self.owner, hold.fencing_token())
+                .release_untidied(&self.owner, Some(hold.fencing_token()))
                 .await;
         }
+        // Given up while running: the owner's next calls waited for this end.
+        drop(
+            self.giving_back
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
         self.finished.notify_all();
         let notify = self.notify().take();
         if let Some(notify) = notify {
@@ -219,14 +231,22 @@ impl Shared {
         match *state {
             State::Running => {
                 *state = State::Abandoned;
+                // Before the caller goes on: an acquire that gets the lock now gives it back
+                // in `finish`, and the owner's next calls wait for that.
+                let ticket = self.lock.tidy_ticket(self.owner.token());
+                *self.giving_back.lock().unwrap_or_else(|e| e.into_inner()) = Some(ticket);
                 self.cancel.cancel();
             }
             State::Finished(Ok(ref hold)) => {
                 let fence = hold.fencing_token();
                 *state = State::Abandoned;
                 let (lock, owner) = (self.lock.clone(), self.owner.clone());
+                // Taken now, before the caller goes on: its next acquire of the name must not
+                // re-enter the hold given up before the release below has run.
+                let ticket = lock.tidy_ticket(owner.token());
                 runtime().spawn(async move {
-                    let _ = lock.release_fenced(&owner, fence).await;
+                    let _ = lock.release_untidied(&owner, Some(fence)).await;
+                    drop(ticket);
                 });
             }
             State::Finished(Err(_)) => *state = State::Abandoned,

@@ -9,7 +9,7 @@ mod late_release;
 mod replies;
 pub(crate) mod scripts;
 mod tidying;
-pub(crate) use tidying::ClientTidyUps;
+pub(crate) use tidying::{ClientTidyUps, TidyTicket};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -266,6 +266,13 @@ impl Lock {
 
     async fn release_meant(&self, owner: &Owner, meant: Option<u64>) -> Result<u32> {
         self.tidied(owner).await?;
+        self.release_untidied(owner, meant).await
+    }
+
+    /// [`Lock::release_fenced`] without waiting for the owner's tidy-ups: for a tidy-up itself
+    /// (the give-back of a hold an acquire got and nobody took), which holds a ticket that the
+    /// owner's next calls wait for.
+    pub(crate) async fn release_untidied(&self, owner: &Owner, meant: Option<u64>) -> Result<u32> {
         // Marked before the call: a renewal that finds the hold gone meanwhile leaves the
         // verdict to this release (it may be what ended the hold), even when its reply comes
         // after the caller stopped waiting (see `late_release`).
@@ -309,7 +316,7 @@ impl Lock {
     }
 
     /// A ticket that the owner's next calls on this name wait for, held by one tidy-up.
-    fn tidy_ticket(&self, owner_token: &str) -> tidying::TidyTicket {
+    pub(crate) fn tidy_ticket(&self, owner_token: &str) -> tidying::TidyTicket {
         tidying::TidyTicket::new(&self.local, owner_token)
     }
 
