@@ -570,7 +570,35 @@ impl Drop for Announcement<'_> {
 /// Withdraws a waiter's announcement (and gives back a lock granted to it meanwhile). Sent
 /// twice if need be (a withdrawal may run twice): left in place, an announcement of a waiter that
 /// is gone could be granted the lock, which would then stay taken by nobody for the lease.
+///
+/// A withdrawal Redis refuses (-MISCONF, -READONLY, -OOM, -BUSY ...) is tried again in the
+/// background until Redis takes it, for as long as a grant made meanwhile could still hold the
+/// lock (the waiter's lease): the announcement stays live up to its end, and a release once
+/// Redis takes writes again would grant the lock to this waiter, whose call has ended.
 pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<()> {
+    let first = withdraw_once(lock, token, waiter).await;
+    if let Err(Error::Redis(_)) = &first {
+        let (lock, token, waiter) = (lock.clone(), token.to_owned(), waiter.to_owned());
+        let config = &lock.client.config;
+        let patience = super::LocalLock::late_reply_patience(config, config.lease);
+        let pause = config.recheck_interval;
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let until = Instant::now() + patience;
+                while Instant::now() < until {
+                    tokio::time::sleep(pause).await;
+                    match withdraw_once(&lock, &token, &waiter).await {
+                        Err(Error::Redis(_)) | Err(Error::Connection(_)) => continue,
+                        _ => return,
+                    }
+                }
+            });
+        }
+    }
+    first
+}
+
+async fn withdraw_once(lock: &Lock, token: &str, waiter: &str) -> Result<()> {
     let script = &SCRIPTS.unregister_waiter;
     let mut call = lock.keyed(script);
     call.arg(lock.mode.as_arg())

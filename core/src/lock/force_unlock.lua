@@ -4,5 +4,5 @@
 purge()
 local held = redis.call('EXISTS', H)
 redis.call('DEL', H, Z, W, WR, WI)
-redis.call('PUBLISH', ARGV[1], 'released')
+publish(ARGV[1], 'released')
 return held

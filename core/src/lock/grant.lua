@@ -3,6 +3,15 @@
 -- A waiter id is 'CLIENT-SEQ:TOKEN'; its client listens for grants on the lock's channel plus
 -- ':CLIENT' (the same hash tag as the lock, so a cluster can route it by slot).
 
+-- PUBLISH, or nil when Redis refuses it: an ACL user without permission for the channel
+-- (Redis 7 users have none unless given '&...'). A script that has written must not abort
+-- half done; without messages, waiters find the lock free by their own re-checks.
+local function publish(channel, message)
+  local heard = redis.pcall('PUBLISH', channel, message)
+  if type(heard) == 'number' then return heard end
+  return nil
+end
+
 -- A writer stops waiting (acquired, gave up, or was granted the lock).
 local function forget_writer(member)
   redis.call('ZREM', W, member)
@@ -42,7 +51,8 @@ end
 -- then as it was).
 local function grant_next(channel, caller)
   local deaf = {} -- clients found not listening: asked once per script
-  -- What becomes of one waiter: 'grant' (it holds the lock now), 'keep', 'drop' or 'spent'.
+  -- What becomes of one waiter: 'grant' (it holds the lock now), 'keep', 'drop', 'spent' or
+  -- 'mute' (Redis refuses this script's messages).
   local function consider(member, info)
     local client = string.match(member, '^[^:-]*')
     local live = info and announced_until(info) > now()
@@ -53,8 +63,11 @@ local function grant_next(channel, caller)
       if drawn >= 2^53 then return 'spent' end
       local fence = string.format('%d', drawn)
       -- Subscribers see the message only after this script, when H below is written.
-      if own or redis.call('PUBLISH', channel .. ':' .. client,
-          'g:' .. fence .. ':' .. member) > 0 then
+      local heard = own or publish(channel .. ':' .. client, 'g:' .. fence .. ':' .. member)
+      -- Refused: no grant can be heard, so none is made (the fence drawn stays unused), and
+      -- every waiter keeps its place for its own attempt.
+      if heard == nil then return 'mute' end
+      if heard == true or heard > 0 then
         redis.call('HDEL', WI, member)
         local _, lease, meta = string.match(info, '^n?(%d+):(%d+):(.*)$')
         -- Acquired now, not when the waiter last announced itself: the metadata's time ("at",
@@ -84,7 +97,7 @@ local function grant_next(channel, caller)
   -- place are left where they are).
   local granted, member, verdict = false, nil, first
   local from = 0
-  while verdict ~= 'spent' and not granted do
+  while (verdict == 'keep' or verdict == 'drop') and not granted do
     local batch = redis.call('ZRANGE', W, from, from + 99)
     if #batch == 0 then break end
     local infos = redis.call('HMGET', WI, unpack(batch))
@@ -97,7 +110,7 @@ local function grant_next(channel, caller)
         break
       elseif verdict == 'drop' then
         dropped[#dropped + 1] = batch[i]
-      elseif verdict == 'spent' then
+      elseif verdict == 'spent' or verdict == 'mute' then
         break
       end
     end

@@ -42,7 +42,7 @@ if others == 4 then
   local to = grant_next(channel)
   if to then return ended .. ':' .. to end
   redis.call('DEL', H)
-  redis.call('PUBLISH', channel, 'released')
+  publish(channel, 'released')
   return ended
 end
 
@@ -90,6 +90,6 @@ if readers_left <= 0 and waiters > 0 then
   if free and mode ~= 'w' then turn = readers_turn() and waiting_readers() > 0 end
   local to = not turn and free and grant_next(channel)
   if to then return fence .. ':' .. to end
-  redis.call('PUBLISH', channel, 'released')
+  publish(channel, 'released')
 end
 return fence

@@ -15,15 +15,15 @@ if mode == 'w' then
       -- As a release of the write would (the owner may also read, through another call).
       local turn = end_write(ARGV[5])
       if turn or redis.call('EXISTS', H) == 1 or not grant_next(channel) then
-        redis.call('PUBLISH', channel, 'released')
+        publish(channel, 'released')
       end
     end
   elseif queued and redis.call('EXISTS', W) == 0 then
-    redis.call('PUBLISH', channel, 'released')
+    publish(channel, 'released')
   end
 elseif redis.call('ZREM', WR, 'r:' .. waiter) == 1 and waiting_readers() == 0 then
   local turn = redis.call('ZSCORE', WR, 'turn')
   redis.call('DEL', WR)
-  if turn then redis.call('PUBLISH', channel, 'released') end
+  if turn then publish(channel, 'released') end
 end
 return 1
