@@ -20,7 +20,7 @@ type settings struct {
 }
 
 // WithPrefix sets the prefix of every Redis key and channel (default "redlock"; 1..128 bytes,
-// no '{' or '}').
+// no '{' or '}', not ending in ":fence").
 func WithPrefix(prefix string) Option { return func(s *settings) { s.prefix = &prefix } }
 
 // WithDefaultLease sets the default lease (default 30s), which is also the watchdog's renewal lease:

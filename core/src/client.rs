@@ -65,7 +65,8 @@ pub struct ClientBuilder {
 }
 
 impl ClientBuilder {
-    /// Prefix of every key and channel (default `redlock`); must not contain `{` or `}`.
+    /// Prefix of every key and channel (default `redlock`): 1..=128 bytes, without `{` or `}`,
+    /// not ending in `:fence` (prefix `P`'s fencing counters are `P:fence:{S}`).
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.config.prefix = prefix.into();
         self

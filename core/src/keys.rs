@@ -14,6 +14,7 @@
 //!
 //! Channel `P:{N}:ch` carries wake-ups; `P:{N}:ch:C` the grants to the waiters of client `C`. The fencing counters never expire but there are at most
 //! 16 384 of them (one per slot): `S` is a short tag chosen to hash into the name's slot.
+//! (So a prefix may not end in `:fence`: prefix `P:fence`'s lock `S` would be `P`'s counter.)
 
 use std::fmt;
 use std::io::Write;
@@ -163,6 +164,15 @@ pub(crate) fn validate_prefix(prefix: &str) -> Result<()> {
     if prefix.contains(['{', '}']) {
         return Err(Error::invalid(
             "key prefix must not contain '{' or '}' (they would move the hash tag)",
+        ));
+    }
+    // Prefix P keeps its fencing counters at `P:fence:{S}` (S a decimal slot tag), which is
+    // the state key of lock S under prefix `P:fence`: that prefix would clear, block or reset
+    // P's counters.
+    if prefix.ends_with(":fence") {
+        return Err(Error::invalid(
+            "key prefix must not end with \":fence\" (its locks' keys would be the fencing \
+             counters of the prefix before it)",
         ));
     }
     Ok(())

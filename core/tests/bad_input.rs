@@ -193,6 +193,8 @@ async fn bad_client_settings_are_invalid() {
     for builder in [
         Client::builder(&url).prefix(""),
         Client::builder(&url).prefix("a{b}"),
+        // Its locks' keys would be prefix "app"'s fencing counters (app:fence:{S}).
+        Client::builder(&url).prefix("app:fence"),
         Client::builder(&url).lease(Duration::ZERO),
         Client::builder(&url).lease(ms(10)),
         Client::builder(&url).command_timeout(Duration::ZERO),

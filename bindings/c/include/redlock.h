@@ -351,8 +351,8 @@ rl_status rl_string_free(char *s);
 rl_status rl_options_new(struct rl_options *out, struct rl_error *err);
 
 /**
- * Sets the prefix of every Redis key and channel (1..=128 bytes, no '{' or '}'; checked by
- * `rl_client_connect`).
+ * Sets the prefix of every Redis key and channel (1..=128 bytes, no '{' or '}', not ending in
+ * ":fence"; checked by `rl_client_connect`).
  *
  * # Safety
  * `prefix` is NULL or a NUL-terminated string; `err` is NULL or valid for writes.

@@ -106,8 +106,8 @@ pub unsafe extern "C" fn rl_options_new(out: *mut rl_options, err: *mut rl_error
     })
 }
 
-/// Sets the prefix of every Redis key and channel (1..=128 bytes, no '{' or '}'; checked by
-/// `rl_client_connect`).
+/// Sets the prefix of every Redis key and channel (1..=128 bytes, no '{' or '}', not ending in
+/// ":fence"; checked by `rl_client_connect`).
 ///
 /// # Safety
 /// `prefix` is NULL or a NUL-terminated string; `err` is NULL or valid for writes.
