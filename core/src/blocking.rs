@@ -386,19 +386,30 @@ impl Lock {
         block_on(async move { lock.try_acquire(owner, lease).await })
     }
 
-    /// One round trip on this thread's own socket (see [`block_on`]).
+    /// One round trip on this thread's own socket (see [`block_on`]; over TLS, on the
+    /// multiplexed connection).
     pub fn release(&self, owner: &Owner) -> Result<u32> {
-        let lock = self.current()?;
-        // No future to drive, but a lost hold's callback is spawned on the runtime.
-        let _runtime = runtime().enter();
-        lock.release_direct(owner, None)
+        self.release_meant(owner, None)
     }
 
     /// See [`crate::Lock::release_fenced`]; one round trip, as [`Self::release`].
     pub fn release_fenced(&self, owner: &Owner, fencing_token: u64) -> Result<u32> {
+        self.release_meant(owner, Some(fencing_token))
+    }
+
+    fn release_meant(&self, owner: &Owner, meant: Option<u64>) -> Result<u32> {
         let lock = self.current()?;
+        if !lock.direct_usable() {
+            return block_on(async move {
+                match meant {
+                    Some(fence) => lock.release_fenced(owner, fence).await,
+                    None => lock.release(owner).await,
+                }
+            });
+        }
+        // No future to drive, but a lost hold's callback is spawned on the runtime.
         let _runtime = runtime().enter();
-        lock.release_direct(owner, Some(fencing_token))
+        lock.release_direct(owner, meant)
     }
 
     pub fn extend(&self, owner: &Owner, lease: Duration) -> Result<()> {

@@ -38,6 +38,9 @@ pub(crate) struct ClientInner {
     /// The multiplexed command connection; taken out once the client is closed and its
     /// tidy-ups are done (see `keepalive`), so that its socket closes with the client.
     connection: Mutex<Option<ConnectionManager>>,
+    /// What a new command connection is made of, when the manager's own reconnect was refused
+    /// (redis-rs retries a failed reconnect only after an I/O error: see `after_error`).
+    remake: (redis::Client, ConnectionManagerConfig),
     /// Blocking callers' own connections (see `direct`).
     pub(crate) direct: DirectConnections,
     /// Async acquire attempts' and releases' own connections (see `direct::hot`).
@@ -166,7 +169,7 @@ impl ClientBuilder {
             .set_max_delay(Duration::from_millis(500));
         let connection = tokio::time::timeout(
             config.connect_timeout,
-            ConnectionManager::new_with_config(redis.clone(), manager_config),
+            ConnectionManager::new_with_config(redis.clone(), manager_config.clone()),
         )
         .await
         .map_err(|_| Error::Connection(format!("connecting to {} timed out", redact(&config.url))))?
@@ -188,6 +191,7 @@ impl ClientBuilder {
             Err(_) => return Err(Error::no_answer(config.command_timeout)),
         }
         let shutdown = CancellationToken::new();
+        let redis_for_remake = redis.clone();
         let inner = Arc::new(ClientInner {
             direct: DirectConnections::new(
                 redis.clone(),
@@ -212,6 +216,7 @@ impl ClientBuilder {
             shutdown,
             cluster_mode: false,
             connection: Mutex::new(Some(connection)),
+            remake: (redis_for_remake, manager_config),
             config,
         });
         if inner.config.watchdog {
@@ -406,6 +411,25 @@ impl ClientInner {
         self.hot.connection(|| self.command_connection())
     }
 
+    /// A call on the command connection failed with `err`. When that is the manager's
+    /// reconnect refused (a changed password, an ACL user turned off), the manager keeps that
+    /// failure for every later call: redis-rs reconnects again only after an I/O error. A new
+    /// (lazy) manager takes its place, so the client works again once the server takes its
+    /// credentials again.
+    pub(crate) fn after_error(&self, err: &redis::RedisError) {
+        if err.kind() != redis::ErrorKind::AuthenticationFailed {
+            return;
+        }
+        let mut connection = self.connection.lock().unwrap();
+        if connection.is_some() {
+            let (redis, config) = &self.remake;
+            *connection = Some(
+                ConnectionManager::new_lazy_with_config(redis.clone(), config.clone())
+                    .expect("a lazy connection manager"),
+            );
+        }
+    }
+
     /// Runs one Redis call under the command timeout, failing fast once closed.
     pub(crate) async fn bounded<T>(
         &self,
@@ -413,6 +437,10 @@ impl ClientInner {
     ) -> Result<T> {
         self.ensure_open()?;
         match tokio::time::timeout(self.config.command_timeout, call).await {
+            Ok(Err(e)) => {
+                self.after_error(&e);
+                Err(Error::from(e))
+            }
             Ok(result) => result.map_err(Error::from),
             Err(_) => Err(Error::no_answer(self.config.command_timeout)),
         }

@@ -49,9 +49,13 @@ pub(crate) async fn run(client: Weak<ClientInner>, interval: Option<Duration>) {
             return;
         };
         drop(inner); // the client may go while the PING is out
-        // A failure needs nothing more: the manager reconnects on it.
+        // A failure needs nothing more: the manager reconnects on it (or is remade, when its
+        // reconnect was refused).
         let ping = redis::cmd("PING");
-        let _ = tokio::time::timeout(timeout, ping.query_async::<()>(&mut connection)).await;
+        let pinged = tokio::time::timeout(timeout, ping.query_async::<()>(&mut connection)).await;
+        if let (Ok(Err(e)), Some(inner)) = (pinged, client.upgrade()) {
+            inner.after_error(&e);
+        }
     }
     // The waiters close woke give up their attempts as they run: let them first.
     tokio::time::sleep(SETTLE).await;

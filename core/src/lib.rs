@@ -27,7 +27,8 @@
 //!   reader's share has its own lease.
 //! - **One round trip** per acquire attempt and per release (one Lua script each), made on one
 //!   of a few direct connections of the client when one is idle (the caller writes and reads
-//!   the socket itself), else on the shared multiplexed connection. Waiting is by pub/sub
+//!   the socket itself; plain sockets only), else on the shared multiplexed connection (always
+//!   over TLS). Waiting is by pub/sub
 //!   notification with a bounded re-check; waiters of one client queue locally so one at a time
 //!   talks to Redis. Dropping a waiting acquire leaves nothing in Redis.
 //! - **Hand-over in the release**: a release that frees the lock gives it to the first waiting
@@ -57,7 +58,9 @@
 //!   `PING` (which makes it reconnect if it was closed too). What may still fail once with
 //!   [`Error::Connection`] is a call that must not run twice (an acquire, a release, a
 //!   `force_unlock`) made on the command connection with no sign of its death beforehand:
-//!   direct connections turned off or all in use, or TLS.
+//!   direct connections turned off or all in use, or TLS. A reconnect the server refuses (a
+//!   password changed, a user turned off) is made again by the next call, so the client works
+//!   again once the server takes its credentials.
 //! - **A Redis that refuses work** (`OOM`, `MISCONF`, `READONLY`, `BUSY`, an ACL): a refused call
 //!   is an [`Error::Redis`] and leaves no script half done. A waiter whose acquire failed so is
 //!   withdrawn once Redis takes writes again (tried every re-check interval, for up to a lease),

@@ -8,12 +8,16 @@
 //! therefore make their single-round-trip calls (an acquire's first attempt, a release) here.
 //! Waiting, the watchdog and pub/sub stay on the async side.
 //!
+//! Plain sockets only (TCP or Unix): over TLS, blocking callers use the multiplexed connection
+//! as async ones do. (redis-rs' TLS connection discards a reply whose read timed out, so a late
+//! acquire or release could not be undone or heard out exactly, and it does not lend its socket
+//! to look at while idle.)
+//!
 //! Guarantees: at most [`MAX_IDLE`] idle connections are kept, and one the server closed
-//! while idle (a restart, its idle `timeout`) is dropped before use, not found by a failed call
-//! (plain sockets; redis-rs' TLS connection does not lend its socket); a connection that saw
-//! an I/O error or a timeout is never reused (a late reply must never be read as the next call's); every
-//! call is bounded by the command timeout like an async one; a signal arriving mid-call does not
-//! fail it (plain sockets: [`wire`] reads again; TLS: [`SignalsHeldOff`]).
+//! while idle (a restart, its idle `timeout`) is dropped before use, not found by a failed call;
+//! a connection that saw an I/O error or a timeout is never reused (a late reply must never be
+//! read as the next call's); every call is bounded by the command timeout like an async one; a
+//! signal arriving mid-call does not fail it ([`wire`] reads again).
 
 mod hot;
 #[cfg(unix)]
@@ -37,11 +41,8 @@ use crate::blocking::CancelToken;
 use crate::error::{Error, Result};
 use wire::Wire;
 
-/// One blocking caller's connection: our own over a plain socket, redis-rs' over TLS.
-pub(crate) enum DirectConnection {
-    Plain(Wire),
-    Tls(redis::Connection),
-}
+/// One blocking caller's connection: our own, over a plain socket.
+pub(crate) struct DirectConnection(Wire);
 
 impl DirectConnection {
     /// Runs an `EVALSHA` of `script` (behind a `PING` with `ping_first`), sent again with the
@@ -52,49 +53,21 @@ impl DirectConnection {
         call: &Cmd,
         ping_first: bool,
     ) -> RedisResult<T> {
-        use crate::lock::calls::eval_sync;
-        match self {
-            DirectConnection::Plain(wire) => eval_sync(wire, script, call, ping_first),
-            DirectConnection::Tls(connection) => {
-                let _signals = SignalsHeldOff::new();
-                eval_sync(connection, script, call, ping_first)
-            }
-        }
+        crate::lock::calls::eval_sync(&mut self.0, script, call, ping_first)
     }
 
-    /// Whether an idle connection may be used (see [`probe::is_alive`]). redis-rs' TLS
-    /// connection does not lend its socket: a closed one is found by the call made on it.
+    /// Whether an idle connection may be used (see [`probe::is_alive`]).
     fn is_alive(&self) -> bool {
-        match self {
-            #[cfg(unix)]
-            DirectConnection::Plain(wire) => wire.is_alive(),
-            _ => true,
-        }
+        #[cfg(unix)]
+        return self.0.is_alive();
+        #[cfg(not(unix))]
+        true
     }
 
-    /// What became of a call that timed out on this connection, waiting up to `patience`.
-    /// On a plain socket its late reply is read. redis-rs' connection (TLS) discards a reply
-    /// whose read timed out: a `PING` answered on it then says only that the call has run.
-    pub(crate) fn late<T: FromRedisValue>(&mut self, patience: Duration) -> Late<T> {
-        match self {
-            DirectConnection::Plain(wire) => Late::Reply(wire.late_reply(patience)),
-            DirectConnection::Tls(connection) => {
-                let _signals = SignalsHeldOff::new();
-                let ran = connection.set_read_timeout(Some(patience)).is_ok()
-                    && redis::cmd("PING").query::<()>(connection).is_ok();
-                if ran { Late::Ran } else { Late::Unknown }
-            }
-        }
+    /// The late reply of a call that timed out on this connection, waiting up to `patience`.
+    pub(crate) fn late<T: FromRedisValue>(&mut self, patience: Duration) -> RedisResult<T> {
+        self.0.late_reply(patience)
     }
-}
-
-/// What became of a call that timed out (see [`DirectConnection::late`]).
-pub(crate) enum Late<T> {
-    Reply(RedisResult<T>),
-    /// It has run; its reply is lost.
-    Ran,
-    /// The connection failed or Redis stayed silent: nothing is known.
-    Unknown,
 }
 
 /// Idle connections kept for reuse (one per concurrently calling thread is enough).
@@ -102,6 +75,8 @@ const MAX_IDLE: usize = 16;
 
 pub(crate) struct DirectConnections {
     redis: redis::Client,
+    /// Whether the address is a plain socket (see the module docs).
+    plain: bool,
     idle: Mutex<Vec<DirectConnection>>,
     command_timeout: Duration,
     connect_timeout: Duration,
@@ -113,18 +88,27 @@ impl DirectConnections {
         command_timeout: Duration,
         connect_timeout: Duration,
     ) -> Self {
+        let plain = matches!(
+            redis.get_connection_info().addr(),
+            redis::ConnectionAddr::Tcp(..) | redis::ConnectionAddr::Unix(_)
+        );
         DirectConnections {
             redis,
+            plain,
             idle: Mutex::default(),
             command_timeout,
             connect_timeout,
         }
     }
 
+    /// Whether blocking callers may call on their own connections: plain sockets only.
+    pub(crate) fn usable(&self) -> bool {
+        self.plain
+    }
+
     /// Runs `call` on an idle connection (or a new one) on this thread. A connection whose call
     /// timed out goes to `late`: its reply may still come, and only `late` may read it. So does
-    /// one whose call `cancel` ended while it waited for the reply (`Cancelled`; plain sockets:
-    /// a TLS call runs to its reply or its timeout).
+    /// one whose call `cancel` ended while it waited for the reply (`Cancelled`).
     pub(crate) fn run_or_hand_over<T>(
         &self,
         cancel: Option<&CancelToken>,
@@ -135,14 +119,9 @@ impl DirectConnections {
             Some(connection) => connection,
             None => self.open()?,
         };
-        if let DirectConnection::Plain(wire) = &mut connection {
-            wire.watch(cancel);
-        }
+        connection.0.watch(cancel);
         let result = call(&mut connection);
-        let cancelled = match &mut connection {
-            DirectConnection::Plain(wire) => wire.unwatch(),
-            DirectConnection::Tls(_) => false,
-        };
+        let cancelled = connection.0.unwatch();
         match result {
             Ok(value) => {
                 self.give_back(connection);
@@ -174,16 +153,13 @@ impl DirectConnections {
 
     fn open(&self) -> Result<DirectConnection> {
         let info = self.redis.get_connection_info();
-        if let Some(wire) = Wire::open(info, self.connect_timeout, self.command_timeout) {
-            return Ok(DirectConnection::Plain(wire?));
+        match Wire::open(info, self.connect_timeout, self.command_timeout) {
+            Some(wire) => Ok(DirectConnection(wire?)),
+            // Callers ask `usable` first.
+            None => Err(Error::Connection(
+                "direct connections are plain sockets only".into(),
+            )),
         }
-        let _signals = SignalsHeldOff::new();
-        let connection = self
-            .redis
-            .get_connection_with_timeout(self.connect_timeout)?;
-        connection.set_read_timeout(Some(self.command_timeout))?;
-        connection.set_write_timeout(Some(self.command_timeout))?;
-        Ok(DirectConnection::Tls(connection))
     }
 
     /// An idle connection that the server has not closed (they are dropped: one closed by a
@@ -203,63 +179,5 @@ impl DirectConnections {
         if idle.len() < MAX_IDLE {
             idle.push(connection);
         }
-    }
-}
-
-/// Holds off asynchronous signals on this thread for one direct call.
-///
-/// A socket read with a timeout (`SO_RCVTIMEO`, how the command timeout is kept) is never
-/// restarted after a signal handler runs, even with `SA_RESTART` (signal(7)): it fails with
-/// `EINTR`, leaving the call's outcome unknown. Host runtimes signal their threads all the
-/// time (Go preempts goroutines with SIGURG; JVMs and Python have handlers too), so the call
-/// would fail at random. Blocked signals stay pending and are delivered when the call ends
-/// (within the command timeout); faults (SIGSEGV and the like) are never blocked.
-#[cfg(unix)]
-struct SignalsHeldOff {
-    previous: libc::sigset_t,
-}
-
-#[cfg(unix)]
-impl SignalsHeldOff {
-    fn new() -> Self {
-        // SAFETY: plain libc calls on sigset_t values owned here.
-        unsafe {
-            let mut held: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut held);
-            for fault in [
-                libc::SIGSEGV,
-                libc::SIGBUS,
-                libc::SIGFPE,
-                libc::SIGILL,
-                libc::SIGTRAP,
-                libc::SIGSYS,
-                libc::SIGABRT,
-            ] {
-                libc::sigdelset(&mut held, fault);
-            }
-            let mut previous: libc::sigset_t = std::mem::zeroed();
-            libc::pthread_sigmask(libc::SIG_BLOCK, &held, &mut previous);
-            SignalsHeldOff { previous }
-        }
-    }
-}
-
-#[cfg(unix)]
-impl Drop for SignalsHeldOff {
-    fn drop(&mut self) {
-        // SAFETY: restores the mask saved in `new` on this same thread.
-        unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, &self.previous, std::ptr::null_mut());
-        }
-    }
-}
-
-#[cfg(not(unix))]
-struct SignalsHeldOff;
-
-#[cfg(not(unix))]
-impl SignalsHeldOff {
-    fn new() -> Self {
-        SignalsHeldOff
     }
 }

@@ -82,8 +82,8 @@ impl Lock {
         let messages_before = live.as_ref().map(|s| s.messages());
         let mut announcement = Announcement::new(self, owner, &waiter);
         // A blocking caller makes this first attempt on its own socket: one write and one read
-        // on its thread instead of two thread hand-offs (see `direct`).
-        let mut last = if crate::blocking::on_blocking_caller() {
+        // on its thread instead of two thread hand-offs (see `direct`; plain sockets only).
+        let mut last = if crate::blocking::on_blocking_caller() && self.client.direct.usable() {
             self.attempt_direct(&attempt, &mut announcement)?
         } else {
             self.attempt(&attempt, &mut announcement).await?
@@ -340,7 +340,7 @@ impl Lock {
             |late| {
                 let token = args.owner.token();
                 let undo = Undo::new(self, token, args.waiter, args.announce_ms, args.lease_ms);
-                undo_late_direct(late, undo, meta.clone());
+                undo_late_direct(late, undo);
             },
         )?;
         Self::attempted(args, reply, announcement)

@@ -25,7 +25,7 @@ use tokio::time::Sleep;
 use super::calls::eval_async;
 use super::scripts::SCRIPTS;
 use super::{AttemptReply, Lock, ReleaseReply};
-use crate::direct::{DirectConnection, Late};
+use crate::direct::DirectConnection;
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 use crate::watchdog::WatchKey;
@@ -157,7 +157,11 @@ impl InFlightAttempt {
             script_lock.client.ensure_open()?;
             let mut connection = script_lock.client.hot_connection()?;
             let script = SCRIPTS.acquire(script_lock.mode);
-            Ok(eval_async(&mut connection, script, &call, false).await?)
+            let reply = eval_async(&mut connection, script, &call, false).await;
+            if let Err(e) = &reply {
+                script_lock.client.after_error(e);
+            }
+            Ok(reply?)
         });
         InFlightAttempt {
             call: Some(call),
@@ -210,14 +214,8 @@ impl Drop for InFlightAttempt {
 }
 
 /// Undoes a blocking caller's direct attempt that timed out, whose connection nothing else
-/// uses any more. On a plain socket its late reply is read there and undone like an async
-/// attempt's. Over TLS it cannot be (redis-rs' connection discards a reply whose read timed
-/// out), so the undo goes by what Redis shows once the attempt has surely run (a PING on the
-/// same connection answers after it): a waiter it announced is withdrawn, and a hold it made
-/// is recognised by its metadata (`meta`: host, pid, thread and the acquisition ms — this very
-/// call's) and released once. A re-entry made late is not recognisable that way (it keeps the
-/// first hold's metadata): its count stays until the lease ends.
-pub(super) fn undo_late_direct(mut connection: DirectConnection, undo: Undo, meta: String) {
+/// uses any more: its late reply is read there and undone like an async attempt's.
+pub(super) fn undo_late_direct(mut connection: DirectConnection, undo: Undo) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
@@ -226,25 +224,8 @@ pub(super) fn undo_late_direct(mut connection: DirectConnection, undo: Undo, met
         let _ticket = ticket;
         let patience = undo.patience;
         let late = tokio::task::spawn_blocking(move || connection.late(patience)).await;
-        match late.unwrap_or(Late::Unknown) {
-            Late::Reply(reply) => undo.run(reply.map_err(Error::from)).await,
-            Late::Ran => undo_by_metadata(undo, &meta).await,
-            Late::Unknown => {}
+        if let Ok(reply) = late {
+            undo.run(reply.map_err(Error::from)).await;
         }
     });
-}
-
-async fn undo_by_metadata(undo: Undo, meta: &str) {
-    undo.report(undo.withdraw().await);
-    let lock = &undo.lock;
-    let mine = crate::inspect::HolderMetadata::parse(meta);
-    let made_here = lock.inspect().await.ok().and_then(|info| {
-        info.holders
-            .iter()
-            .find(|h| h.mode == lock.mode && h.owner_token == undo.token && h.metadata == mine)
-            .map(|h| h.fencing_token)
-    });
-    if let Some(fence) = made_here {
-        undo.report(undo.take_back_hold(fence).await);
-    }
 }

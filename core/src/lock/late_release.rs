@@ -18,7 +18,7 @@ use tokio::time::Sleep;
 use super::calls::eval_async;
 use super::scripts::SCRIPTS;
 use super::{Lock, ReleaseReply};
-use crate::direct::{DirectConnection, Late};
+use crate::direct::DirectConnection;
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 use crate::watchdog::CarriedMark;
@@ -69,7 +69,11 @@ impl InFlightRelease {
         let call: Call = Box::pin(async move {
             client.ensure_open()?;
             let mut connection = client.hot_connection()?;
-            Ok(eval_async(&mut connection, script, &call, ping_first).await?)
+            let reply = eval_async(&mut connection, script, &call, ping_first).await;
+            if let Err(e) = &reply {
+                client.after_error(e);
+            }
+            Ok(reply?)
         });
         let timeout = lock.client.config.command_timeout;
         InFlightRelease {
@@ -126,8 +130,7 @@ impl Drop for InFlightRelease {
 }
 
 /// Hears out a blocking caller's direct release that timed out, on its connection, which
-/// nothing else uses any more: on a plain socket its late reply is read there. (redis-rs' TLS
-/// connection discards a reply whose read timed out: then the mark goes, as before.)
+/// nothing else uses any more: its late reply is read there.
 pub(super) fn hear_out_direct(
     mut connection: DirectConnection,
     lock: &Lock,
@@ -147,7 +150,7 @@ pub(super) fn hear_out_direct(
         let _ticket = ticket;
         let patience = hearing.patience();
         let late = tokio::task::spawn_blocking(move || connection.late(patience)).await;
-        if let Ok(Late::Reply(reply)) = late {
+        if let Ok(reply) = late {
             hearing.hear(reply.map_err(Error::from));
         }
     });

@@ -281,6 +281,11 @@ impl Lock {
         late_release::InFlightRelease::start(self, owner, meant, mark).await
     }
 
+    /// Whether blocking callers call on their own connections (plain sockets: see `direct`).
+    pub(crate) fn direct_usable(&self) -> bool {
+        self.client.direct.usable()
+    }
+
     /// [`Lock::release`] (of the hold `meant`, if given) on the calling thread's own connection
     /// (for blocking callers).
     pub(crate) fn release_direct(&self, owner: &Owner, meant: Option<u64>) -> Result<u32> {
