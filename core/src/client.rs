@@ -417,7 +417,11 @@ impl ClientInner {
     /// (lazy) manager takes its place, so the client works again once the server takes its
     /// credentials again.
     pub(crate) fn after_error(&self, err: &redis::RedisError) {
-        if err.kind() != redis::ErrorKind::AuthenticationFailed {
+        // Refusals of the connection set-up (AUTH, or the SELECT of a URL's database number:
+        // redis-rs reports that one as a plain ResponseError, known by its text).
+        let refused_setup = err.kind() == redis::ErrorKind::AuthenticationFailed
+            || err.to_string().contains("refused to switch database");
+        if !refused_setup {
             return;
         }
         let mut connection = self.connection.lock().unwrap();

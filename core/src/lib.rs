@@ -59,12 +59,13 @@
 //!   [`Error::Connection`] is a call that must not run twice (an acquire, a release, a
 //!   `force_unlock`) made on the command connection with no sign of its death beforehand:
 //!   direct connections turned off or all in use, or TLS. A reconnect the server refuses (a
-//!   password changed, a user turned off) is made again by the next call, so the client works
+//!   password changed, a user turned off or denied `SELECT`) is made again by the next call, so the client works
 //!   again once the server takes its credentials.
 //! - **A Redis that refuses work** (`OOM`, `MISCONF`, `READONLY`, `BUSY`, an ACL): a refused call
 //!   is an [`Error::Redis`] and leaves no script half done. A waiter whose acquire failed so is
 //!   withdrawn once Redis takes writes again (tried every re-check interval, for up to a lease),
-//!   so no later release hands it the lock. An ACL user needs channel rights (`&<prefix>:*` or
+//!   so no later release hands it the lock; the owner's next calls on the name wait for that
+//!   (up to the command timeout, then [`Error::Connection`]). An ACL user needs channel rights (`&<prefix>:*` or
 //!   `allchannels`; Redis 7 gives none by default) for notifications and hand-overs; without
 //!   them waiters get the lock by their re-checks, and releases still succeed.
 //!

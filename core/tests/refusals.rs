@@ -632,3 +632,78 @@ async fn watched_holds_survive_a_short_refusal() {
     })
     .await;
 }
+
+/// A waiter's withdrawal that Redis refused is retried in the background (acquire.rs
+/// `withdraw`), as a tidy-up the owner's next calls wait for. Once Redis takes writes again, a
+/// release grants the lock to that ended waiter; the owner's NEXT acquire must not re-enter that
+/// grant (before the retry held a tidy ticket, it reported hold count 2, and after the owner
+/// released its one hold the lock was still held by it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retried_withdrawal_is_waited_for_by_the_owners_next_acquire() {
+    limited(60, async {
+        let server = RedisServer::start();
+        let holder_client = connect(&server).await;
+        // Re-checks (and withdrawal retries) every 2 s.
+        let waiter_client = builder(&server)
+            .recheck_interval(ms(2000))
+            .connect()
+            .await
+            .unwrap();
+        let lock = holder_client.lock("wd-retry").unwrap();
+        let holder = Owner::random();
+        lock.acquire(&holder, NOW, Some(ms(60_000))).await.unwrap();
+
+        let wlock = waiter_client.lock("wd-retry").unwrap();
+        let owner = Owner::random();
+        let waiting = {
+            let (wlock, owner) = (wlock.clone(), owner.clone());
+            tokio::spawn(async move {
+                wlock
+                    .acquire(&owner, Some(ms(20_000)), Some(ms(30_000)))
+                    .await
+                    .map(|h| h.fencing_token())
+            })
+        };
+        let start = Instant::now();
+        while lock.inspect().await.unwrap().waiting_writers == 0 {
+            assert!(start.elapsed() < ms(3000), "waiter never announced");
+            tokio::time::sleep(ms(20)).await;
+        }
+        make_misconf(&server);
+        // The waiter's next re-check fails; its withdrawal is refused and retried in 2 s.
+        let waited = waiting.await.unwrap();
+        eprintln!("first acquire under MISCONF -> {waited:?}");
+        assert_eq!(waited.as_ref().map_err(|e| e.kind()), Err(ErrorKind::Redis));
+        tokio::time::sleep(ms(300)).await;
+        lift_misconf(&server);
+        // Before the retry: another holder's release hands the lock to the ended waiter.
+        assert_eq!(lock.release(&holder).await, Ok(0));
+
+        // The owner's next acquire: it holds nothing, so this is a new hold of count 1.
+        let hold = wlock.acquire(&owner, NOW, Some(ms(30_000))).await.unwrap();
+        let count = hold.hold_count();
+        let left = wlock.release(&owner).await;
+        let other = Owner::random();
+        let other_got = lock.acquire(&other, NOW, Some(ms(5000))).await.map(|_| ());
+        eprintln!(
+            "next acquire: count {count}, fence {}; release -> {left:?}; \
+             another owner right after -> {other_got:?}",
+            hold.fencing_token()
+        );
+        assert_eq!(
+            count, 1,
+            "the owner's next acquire re-entered the withdrawn waiter's grant"
+        );
+        assert_eq!(
+            left,
+            Ok(0),
+            "the owner released its only hold, yet still holds the lock"
+        );
+        assert_eq!(
+            other_got,
+            Ok(()),
+            "the lock stayed held after its owner released it"
+        );
+    })
+    .await;
+}

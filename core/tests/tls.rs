@@ -630,3 +630,135 @@ fn the_command_connection_recovers_once_the_password_is_back() {
         assert_eq!(lock.release(&me).await.unwrap(), 0);
     });
 }
+
+/// A reconnect whose `SELECT` (of a URL with a database number, `/1`) is refused while the ACL
+/// user lacks the right: once the right is back, the command connection works again (redis-rs
+/// keeps a refused set-up for every later call; `after_error` remakes it).
+#[test]
+fn the_command_connection_recovers_from_a_refused_select() {
+    tokio_runtime().block_on(async {
+        let server = RedisServer::start();
+        server.add_user("app", "app-pass");
+        let url = format!("redis://app:app-pass@127.0.0.1:{}/1", server.port());
+        let client = redlock_core::Client::builder(&url)
+            .command_timeout(ms(500))
+            .connect()
+            .await
+            .unwrap();
+        let lock = client.lock("select-stuck").unwrap();
+        assert!(!lock.is_locked().await.unwrap());
+        server.command(&["ACL", "SETUSER", "app", "-select"]);
+        server.command(&["CLIENT", "KILL", "USER", "app"]);
+        tokio::time::sleep(ms(100)).await;
+        for _ in 0..3 {
+            eprintln!("refused: {:?}", lock.is_locked().await);
+        }
+        server.command(&["ACL", "SETUSER", "app", "+select"]);
+        let started = Instant::now();
+        let mut last = None;
+        while started.elapsed() < ms(10_000) {
+            match lock.is_locked().await {
+                Ok(locked) => {
+                    eprintln!("recovered after {:?}", started.elapsed());
+                    assert!(!locked);
+                    return;
+                }
+                Err(e) => last = Some(e),
+            }
+            tokio::time::sleep(ms(200)).await;
+        }
+        panic!("the command connection never came back (10 s): {last:?}");
+    });
+}
+
+/// The blocking API end to end over TLS (rediss://, on the multiplexed connection): a cancelled blocking wait, a pending
+/// acquire given up and one that gets the lock, fenced releases; nothing is left in Redis.
+#[test]
+fn blocking_api_over_tls_end_to_end() {
+    use redlock_core::AcquireOptions;
+    use redlock_core::blocking::{CancelToken, Started};
+    let server = RedisServer::start_tls();
+    let client = Client::connect(&server.url()).unwrap();
+    let lock = client.lock("tls-blocking").unwrap();
+    let holder = Owner::random();
+    let held = lock.acquire(&holder, Some(Duration::ZERO), None).unwrap();
+
+    // A blocking wait cancelled from another thread.
+    let cancel = CancelToken::new();
+    let waiter = Owner::random();
+    let canceller = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(ms(300));
+            cancel.cancel();
+        })
+    };
+    let started = Instant::now();
+    let got = lock.acquire_with(
+        &waiter,
+        AcquireOptions::new(Some(ms(5000)), None),
+        Some(&cancel),
+    );
+    canceller.join().unwrap();
+    eprintln!(
+        "cancelled wait -> {:?} after {:?}",
+        got.as_ref().map(|h| h.fencing_token()),
+        started.elapsed()
+    );
+    assert!(got.is_err() && started.elapsed() < ms(2000));
+
+    // A pending acquire given up, then one that gets the lock.
+    let pending = match lock
+        .start_acquire(
+            &waiter,
+            AcquireOptions::new(Some(ms(5000)), None),
+            None,
+            ms(0),
+        )
+        .unwrap()
+    {
+        Started::Waiting(p) => p,
+        Started::Acquired(_) => panic!("acquired while held"),
+    };
+    std::thread::sleep(ms(200));
+    pending.cancel();
+    drop(pending);
+    let pending = match lock
+        .start_acquire(
+            &waiter,
+            AcquireOptions::new(Some(ms(5000)), None),
+            None,
+            ms(0),
+        )
+        .unwrap()
+    {
+        Started::Waiting(p) => p,
+        Started::Acquired(_) => panic!("acquired while held"),
+    };
+    assert_eq!(
+        lock.release_fenced(&holder, held.fencing_token()).unwrap(),
+        0
+    );
+    let hold = pending
+        .wait(ms(3000))
+        .unwrap()
+        .expect("the pending acquire got the lock");
+    eprintln!(
+        "pending got fence {} count {}",
+        hold.fencing_token(),
+        hold.hold_count()
+    );
+    assert_eq!(hold.hold_count(), 1);
+    assert_eq!(lock.hold_count(&waiter).unwrap(), 1);
+    assert_eq!(
+        lock.release_fenced(&waiter, hold.fencing_token()).unwrap(),
+        0
+    );
+    std::thread::sleep(ms(300));
+    let info = lock.inspect().unwrap();
+    assert!(info.holders.is_empty(), "{info:?}");
+    assert_eq!(info.waiting_writers, 0, "{info:?}");
+    let keys = server.command(&["KEYS", "redlock:{tls-blocking}*"]);
+    eprintln!("keys left: {keys:?}");
+    client.close();
+}

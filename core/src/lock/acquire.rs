@@ -583,10 +583,19 @@ pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<(
         let patience = super::LocalLock::late_reply_patience(config, config.lease);
         let pause = config.recheck_interval;
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            // A tidy-up like the first try: the owner's next calls on the name wait for it, so
+            // they never re-enter (or release) a grant made meanwhile to this ended waiter.
+            let ticket = lock.tidy_ticket(&token);
             runtime.spawn(async move {
+                let _ticket = ticket;
                 let until = Instant::now() + patience;
                 while Instant::now() < until {
                     tokio::time::sleep(pause).await;
+                    // Closed: nobody hears a grant to this client's waiters any more (see
+                    // grant.lua), and close waits for this ticket.
+                    if lock.client.ensure_open().is_err() {
+                        return;
+                    }
                     match withdraw_once(&lock, &token, &waiter).await {
                         Err(Error::Redis(_)) | Err(Error::Connection(_)) => continue,
                         _ => return,
