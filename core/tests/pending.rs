@@ -24,6 +24,19 @@ fn pending(lock: &Lock, owner: &Owner, options: AcquireOptions) -> PendingAcquir
 }
 
 /// Waits (bounded) until the lock's name has no waiting writer left in Redis.
+/// A pending acquire of `waiter` that got `lock` (held by another owner, then released) and
+/// whose hold nobody has taken yet.
+fn granted_untaken(lock: &Lock, waiter: &Owner) -> PendingAcquire {
+    let holder = Owner::random();
+    lock.acquire(&holder, None, None).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let pending = pending(lock, waiter, wait_up_to(LONG));
+    pending.on_finished(move || tx.send(()).unwrap());
+    lock.release(&holder).unwrap();
+    rx.recv_timeout(LONG).expect("no notification");
+    pending
+}
+
 fn assert_no_waiters_left(lock: &Lock) {
     let deadline = Instant::now() + Duration::from_secs(5);
     while lock.inspect().unwrap().waiting_writers != 0 {
@@ -146,13 +159,8 @@ fn a_hold_acquired_but_never_taken_is_released_when_the_acquire_is_dropped() {
     let server = RedisServer::start();
     let client = Client::connect(&server.url()).unwrap();
     let lock = client.lock("pending-untaken").unwrap();
-    let (holder, waiter) = (Owner::random(), Owner::random());
-    lock.acquire(&holder, None, None).unwrap();
-    let (tx, rx) = mpsc::channel();
-    let pending = pending(&lock, &waiter, wait_up_to(LONG));
-    pending.on_finished(move || tx.send(()).unwrap());
-    lock.release(&holder).unwrap();
-    rx.recv_timeout(LONG).expect("no notification");
+    let waiter = Owner::random();
+    let pending = granted_untaken(&lock, &waiter);
     assert!(lock.is_held_by(&waiter).unwrap());
     pending.cancel();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -210,13 +218,8 @@ fn an_acquire_after_giving_up_an_untaken_hold_is_a_new_hold() {
     let client = Client::connect(&server.url()).unwrap();
     for round in 0..10 {
         let lock = client.lock(&format!("pending-given-up-{round}")).unwrap();
-        let (holder, waiter) = (Owner::random(), Owner::random());
-        lock.acquire(&holder, None, None).unwrap();
-        let (tx, rx) = mpsc::channel();
-        let pending = pending(&lock, &waiter, wait_up_to(LONG));
-        pending.on_finished(move || tx.send(()).unwrap());
-        lock.release(&holder).unwrap();
-        rx.recv_timeout(LONG).expect("no notification");
+        let waiter = Owner::random();
+        let pending = granted_untaken(&lock, &waiter);
         if round % 2 == 0 {
             pending.cancel();
         } else {

@@ -6,7 +6,7 @@ mod common;
 use std::time::Instant;
 
 use common::*;
-use redlock_core::{Client, ErrorKind, Owner};
+use redlock_core::{Client, ErrorKind, Lock, Owner};
 
 fn ok(reply: String) {
     assert!(reply.starts_with("+OK"), "{reply}");
@@ -47,6 +47,23 @@ fn lift_misconf(server: &RedisServer) {
     ok(server.command(&["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"]));
 }
 
+/// The URL of a Redis 7 ACL user made the usual way (`~* +@all`), who has no channel rights
+/// (`acl-pubsub-default resetchannels`).
+fn user_without_channel_rights(server: &RedisServer) -> String {
+    let user = [
+        "ACL",
+        "SETUSER",
+        "app",
+        "on",
+        ">pw",
+        "~*",
+        "+@all",
+        "resetchannels",
+    ];
+    ok(server.command(&user));
+    format!("redis://app:pw@127.0.0.1:{}", server.port())
+}
+
 /// A Redis 7 ACL user made the usual way (`+@all ~*`) has no channel permissions
 /// (`acl-pubsub-default resetchannels`): PUBLISH inside a script is refused with NOPERM.
 /// A release that would grant the lock to a waiter must not leave a half-applied script
@@ -55,17 +72,7 @@ fn lift_misconf(server: &RedisServer) {
 async fn acl_without_channels_release_with_a_waiter() {
     limited(60, async {
         let server = RedisServer::start();
-        ok(server.command(&[
-            "ACL",
-            "SETUSER",
-            "app",
-            "on",
-            ">pw",
-            "~*",
-            "+@all",
-            "resetchannels",
-        ]));
-        let url = format!("redis://app:pw@127.0.0.1:{}", server.port());
+        let url = user_without_channel_rights(&server);
         let holder_client = Client::connect(&url).await.unwrap();
         let waiter_client = Client::builder(url.clone())
             .recheck_interval(ms(200))
@@ -86,11 +93,7 @@ async fn acl_without_channels_release_with_a_waiter() {
             (r.map(|h| h.fencing_token()), started.elapsed())
         });
         // Wait until the waiter is announced.
-        let start = Instant::now();
-        while lock.inspect().await.unwrap().waiting_writers == 0 {
-            assert!(start.elapsed() < ms(3000), "waiter never announced");
-            tokio::time::sleep(ms(20)).await;
-        }
+        until_a_writer_waits(&lock).await;
         let fence_before = lock.inspect().await.unwrap().last_fencing_token;
         let released = lock.release(&holder).await;
         let info = lock.inspect().await.unwrap();
@@ -119,125 +122,92 @@ async fn acl_without_channels_release_with_a_waiter() {
     .await;
 }
 
-/// MISCONF while a writer waits: its attempt fails (clear error), and its withdrawal, refused
-/// too, leaves its announcement. Once writes are allowed again, a release must not grant the
-/// lock to that waiter, whose acquire call has ended with an error: nobody would hold the lock
-/// (nor release it) for that waiter's whole lease.
+/// A writer waits on a held lock; `refuse` makes Redis refuse writes, which fails the waiter's
+/// next attempt (a clear `Redis` error) and its withdrawal; `recover` ends the refusal. A release
+/// must then not hand the lock to the waiter, whose call has ended: nobody would hold the lock
+/// (nor release it) for that waiter's whole lease, so a third owner must get it well before.
+async fn a_waiter_failed_by_a_refusal_is_not_granted_the_lock<R>(
+    server: &RedisServer,
+    name: &str,
+    refuse: impl FnOnce() -> R,
+    recover: impl FnOnce(R),
+) {
+    let holder_client = connect(server).await;
+    // Re-checks every 2 s: announcements live 8 s (4 re-check intervals).
+    let waiter_client = builder(server)
+        .recheck_interval(ms(2000))
+        .connect()
+        .await
+        .unwrap();
+    let lock = holder_client.lock(name).unwrap();
+    let holder = Owner::random();
+    lock.acquire(&holder, NOW, Some(ms(60_000))).await.unwrap();
+    let wlock = waiter_client.lock(name).unwrap();
+    let waiter = Owner::random();
+    let waiter_token = waiter.token().to_owned();
+    let waiting = tokio::spawn(async move {
+        let hold = wlock.acquire(&waiter, Some(ms(20_000)), None).await;
+        hold.map(|h| h.fencing_token())
+    });
+    until_a_writer_waits(&lock).await;
+    let refusal = refuse();
+    let waited = waiting.await.unwrap();
+    eprintln!("waiter during the refusal -> {waited:?}");
+    assert_eq!(waited.map_err(|e| e.kind()), Err(ErrorKind::Redis));
+    // Writes stay refused a little longer: the waiter's withdrawal meets the refusal too.
+    tokio::time::sleep(ms(500)).await;
+    recover(refusal);
+    tokio::time::sleep(ms(300)).await;
+    assert_eq!(lock.release(&holder).await, Ok(0));
+    let info = lock.inspect().await.unwrap();
+    let third = lock
+        .acquire(&Owner::random(), Some(ms(6000)), Some(ms(5000)))
+        .await;
+    assert!(
+        third.is_ok(),
+        "{third:?}: the lock stayed taken by the waiter whose acquire failed \
+         ({waiter_token}); right after the release: holders {:?}",
+        info.holders
+            .iter()
+            .map(|h| (h.owner_token.clone(), h.lease_left))
+            .collect::<Vec<_>>()
+    );
+}
+
+async fn until_a_writer_waits(lock: &Lock) {
+    let start = Instant::now();
+    while lock.inspect().await.unwrap().waiting_writers == 0 {
+        assert!(start.elapsed() < ms(3000), "waiter never announced");
+        tokio::time::sleep(ms(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn misconf_failed_waiter_is_not_granted_the_lock_afterwards() {
     limited(60, async {
         let server = RedisServer::start();
-        let holder_client = connect(&server).await;
-        // Re-checks every 2 s: announcements live 8 s (4 re-check intervals).
-        let waiter_client = builder(&server)
-            .recheck_interval(ms(2000))
-            .connect()
-            .await
-            .unwrap();
-        let lock = holder_client.lock("misconf-w").unwrap();
-        let holder = Owner::random();
-        lock.acquire(&holder, NOW, Some(ms(60_000))).await.unwrap();
-
-        let wlock = waiter_client.lock("misconf-w").unwrap();
-        let waiter = Owner::random();
-        let waiter_token = waiter.token().to_owned();
-        let waiting = tokio::spawn(async move {
-            wlock
-                .acquire(&waiter, Some(ms(20_000)), None)
-                .await
-                .map(|h| h.fencing_token())
-        });
-        let start = Instant::now();
-        while lock.inspect().await.unwrap().waiting_writers == 0 {
-            assert!(start.elapsed() < ms(3000), "waiter never announced");
-            tokio::time::sleep(ms(20)).await;
-        }
-        make_misconf(&server);
-        let waited = waiting.await.unwrap();
-        eprintln!("waiter under MISCONF -> {waited:?}");
-        assert_eq!(waited.as_ref().map_err(|e| e.kind()), Err(ErrorKind::Redis));
-        // Writes stay refused a little longer (the waiter's withdrawal, in the background,
-        // meets the refusal too).
-        tokio::time::sleep(ms(1000)).await;
-        eprintln!(
-            "after the failed wait: ww={} wi={}",
-            raw(&server, &["ZRANGE", "redlock:{misconf-w}:ww", "0", "-1"]),
-            raw(&server, &["HGETALL", "redlock:{misconf-w}:wi"]),
-        );
-        lift_misconf(&server);
-        tokio::time::sleep(ms(300)).await;
-        assert_eq!(lock.release(&holder).await, Ok(0));
-        let info = lock.inspect().await.unwrap();
-        // Well within the waiter's 30 s lease, someone else must get the lock nobody holds.
-        let other = Owner::random();
-        let third = lock.acquire(&other, Some(ms(6000)), Some(ms(5000))).await;
-        assert!(
-            third.is_ok(),
-            "{third:?}: the lock stayed taken by the waiter whose acquire failed \
-             ({waiter_token}); right after the release: holders {:?}",
-            info.holders
-                .iter()
-                .map(|h| (h.owner_token.clone(), h.lease_left))
-                .collect::<Vec<_>>()
-        );
+        let refuse = || make_misconf(&server);
+        let recover = |()| lift_misconf(&server);
+        a_waiter_failed_by_a_refusal_is_not_granted_the_lock(&server, "misconf-w", refuse, recover)
+            .await;
     })
     .await;
 }
 
-/// The same as under MISCONF, with a foreign script past `busy-reply-threshold`: Redis answers
-/// -BUSY to everything else. A waiter whose attempt meets -BUSY fails (clear error), its
-/// withdrawal meets -BUSY too; once the script is killed, a release must not hand the lock to
-/// that waiter for its whole lease.
+/// -BUSY: a foreign script past `busy-reply-threshold` (it writes nothing, so SCRIPT KILL
+/// ends it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_failed_waiter_is_not_granted_the_lock_afterwards() {
     limited(60, async {
         let server = RedisServer::start();
         ok(server.command(&["CONFIG", "SET", "busy-reply-threshold", "100"]));
-        let holder_client = connect(&server).await;
-        let waiter_client = builder(&server)
-            .recheck_interval(ms(2000))
-            .connect()
-            .await
-            .unwrap();
-        let lock = holder_client.lock("busy-w").unwrap();
-        let holder = Owner::random();
-        lock.acquire(&holder, NOW, Some(ms(60_000))).await.unwrap();
-        let wlock = waiter_client.lock("busy-w").unwrap();
-        let waiter = Owner::random();
-        let waiter_token = waiter.token().to_owned();
-        let waiting = tokio::spawn(async move {
-            wlock
-                .acquire(&waiter, Some(ms(20_000)), None)
-                .await
-                .map(|h| h.fencing_token())
-        });
-        let start = Instant::now();
-        while lock.inspect().await.unwrap().waiting_writers == 0 {
-            assert!(start.elapsed() < ms(3000), "waiter never announced");
-            tokio::time::sleep(ms(20)).await;
-        }
-        // A foreign script that spins for 4 s (no writes: SCRIPT KILL can end it).
-        let stall = server.stall(ms(4000));
-        let waited = waiting.await.unwrap();
-        eprintln!("waiter during BUSY -> {waited:?}");
-        assert_eq!(waited.as_ref().map_err(|e| e.kind()), Err(ErrorKind::Redis));
-        tokio::time::sleep(ms(500)).await;
-        let killed = server.command(&["SCRIPT", "KILL"]);
-        eprintln!("SCRIPT KILL -> {killed}");
-        let _ = stall.join();
-        assert_eq!(lock.release(&holder).await, Ok(0));
-        let info = lock.inspect().await.unwrap();
-        let other = Owner::random();
-        let third = lock.acquire(&other, Some(ms(6000)), Some(ms(5000))).await;
-        assert!(
-            third.is_ok(),
-            "{third:?}: the lock stayed taken by the waiter whose acquire failed \
-             ({waiter_token}); right after the release: holders {:?}",
-            info.holders
-                .iter()
-                .map(|h| (h.owner_token.clone(), h.lease_left))
-                .collect::<Vec<_>>()
-        );
+        let refuse = || server.stall(ms(4000));
+        let recover = |stall: std::thread::JoinHandle<()>| {
+            eprintln!("SCRIPT KILL -> {}", server.command(&["SCRIPT", "KILL"]));
+            let _ = stall.join();
+        };
+        a_waiter_failed_by_a_refusal_is_not_granted_the_lock(&server, "busy-w", refuse, recover)
+            .await;
     })
     .await;
 }
@@ -249,17 +219,7 @@ async fn busy_failed_waiter_is_not_granted_the_lock_afterwards() {
 async fn acl_without_channels_force_unlock() {
     limited(30, async {
         let server = RedisServer::start();
-        ok(server.command(&[
-            "ACL",
-            "SETUSER",
-            "app",
-            "on",
-            ">pw",
-            "~*",
-            "+@all",
-            "resetchannels",
-        ]));
-        let url = format!("redis://app:pw@127.0.0.1:{}", server.port());
+        let url = user_without_channel_rights(&server);
         let client = Client::connect(&url).await.unwrap();
         let lock = client.lock("acl-fu").unwrap();
         let owner = Owner::random();
@@ -564,17 +524,7 @@ fn readonly_replica_blocking() {
 #[test]
 fn acl_without_channels_release_with_a_waiter_blocking() {
     let server = RedisServer::start();
-    ok(server.command(&[
-        "ACL",
-        "SETUSER",
-        "app",
-        "on",
-        ">pw",
-        "~*",
-        "+@all",
-        "resetchannels",
-    ]));
-    let url = format!("redis://app:pw@127.0.0.1:{}", server.port());
+    let url = user_without_channel_rights(&server);
     let client = redlock_core::blocking::Client::connect(&url).unwrap();
     let lock = client.lock("acl-b").unwrap();
     let holder = Owner::random();
@@ -664,11 +614,7 @@ async fn retried_withdrawal_is_waited_for_by_the_owners_next_acquire() {
                     .map(|h| h.fencing_token())
             })
         };
-        let start = Instant::now();
-        while lock.inspect().await.unwrap().waiting_writers == 0 {
-            assert!(start.elapsed() < ms(3000), "waiter never announced");
-            tokio::time::sleep(ms(20)).await;
-        }
+        until_a_writer_waits(&lock).await;
         make_misconf(&server);
         // The waiter's next re-check fails; its withdrawal is refused and retried in 2 s.
         let waited = waiting.await.unwrap();

@@ -27,15 +27,11 @@ fn keys(server: &RedisServer) -> String {
 #[test]
 fn a_blocking_release_over_tls_that_redis_runs_late_is_not_reported_lost() {
     let server = RedisServer::start_tls();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = events.clone();
-    let client = Client::from_builder(
+    let (client, events) = recording_losses(
         redlock_core::Client::builder(server.url())
             .command_timeout(ms(300))
-            .lease(Duration::from_secs(3))
-            .on_lock_lost(move |event| seen.lock().unwrap().push(event.name.clone())),
-    )
-    .unwrap();
+            .lease(Duration::from_secs(3)),
+    );
     let lock = client.lock("tls-late-release").unwrap();
     let me = Owner::random();
     lock.acquire(&me, Some(Duration::ZERO), None).unwrap();
@@ -140,6 +136,25 @@ fn blocking_calls_over_tls_after_the_server_closed_the_connections_fail_at_most_
     println!("failed calls: {failures:?}");
     println!("state: {:?}", keys(&server));
     assert!(failures.len() <= 1, "{failures:?}");
+}
+
+/// A blocking client of `builder` and the names of the holds it reports lost.
+fn recording_losses(builder: redlock_core::ClientBuilder) -> (Client, Arc<Mutex<Vec<String>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let builder = builder.on_lock_lost(move |event| seen.lock().unwrap().push(event.name.clone()));
+    (Client::from_builder(builder).unwrap(), events)
+}
+
+/// An acquire that times out while Redis stalls for a second (Redis runs it late).
+async fn acquire_while_redis_stalls(server: &RedisServer, lock: &redlock_core::Lock, me: &Owner) {
+    let stall = server.stall(ms(1000));
+    let err = lock
+        .acquire(me, Some(Duration::ZERO), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Connection(_)), "{err:?}");
+    stall.join().unwrap();
 }
 
 fn tokio_runtime() -> tokio::runtime::Runtime {
@@ -381,13 +396,7 @@ fn async_late_attempt_and_release_with(server: RedisServer, direct: usize) {
             let me = Owner::random();
             lock.acquire(&me, Some(Duration::ZERO), None).await.unwrap();
             // Late re-entry: taken back.
-            let stall = server.stall(ms(1000));
-            let err = lock
-                .acquire(&me, Some(Duration::ZERO), None)
-                .await
-                .unwrap_err();
-            assert!(matches!(err, Error::Connection(_)), "{err:?}");
-            stall.join().unwrap();
+            acquire_while_redis_stalls(&server, &lock, &me).await;
             for _ in 0..10 {
                 if lock.hold_count(&me).await.unwrap() == 1 {
                     break;
@@ -428,13 +437,7 @@ fn async_late_attempt_and_release_with(server: RedisServer, direct: usize) {
                 events.lock().unwrap()
             );
             // Late fresh acquire: undone.
-            let stall = server.stall(ms(1000));
-            let err = lock
-                .acquire(&me, Some(Duration::ZERO), None)
-                .await
-                .unwrap_err();
-            assert!(matches!(err, Error::Connection(_)), "{err:?}");
-            stall.join().unwrap();
+            acquire_while_redis_stalls(&server, &lock, &me).await;
             tokio::time::sleep(ms(500)).await;
             assert!(!lock.is_locked().await.unwrap(), "rw {rw}");
         }
@@ -449,14 +452,8 @@ fn async_late_attempt_and_release_with(server: RedisServer, direct: usize) {
 #[test]
 fn tls_watchdog_and_waiters_through_connection_kills() {
     let server = RedisServer::start_tls();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = events.clone();
-    let client = Client::from_builder(
-        redlock_core::Client::builder(server.url())
-            .lease(ms(1500))
-            .on_lock_lost(move |event| seen.lock().unwrap().push(event.name.clone())),
-    )
-    .unwrap();
+    let (client, events) =
+        recording_losses(redlock_core::Client::builder(server.url()).lease(ms(1500)));
     let waiter_client = Client::from_builder(
         redlock_core::Client::builder(server.url()).recheck_interval(Duration::from_secs(60)),
     )
@@ -708,33 +705,18 @@ fn blocking_api_over_tls_end_to_end() {
     assert!(got.is_err() && started.elapsed() < ms(2000));
 
     // A pending acquire given up, then one that gets the lock.
-    let pending = match lock
-        .start_acquire(
-            &waiter,
-            AcquireOptions::new(Some(ms(5000)), None),
-            None,
-            ms(0),
-        )
-        .unwrap()
-    {
-        Started::Waiting(p) => p,
-        Started::Acquired(_) => panic!("acquired while held"),
+    let start_waiting = || {
+        let options = AcquireOptions::new(Some(ms(5000)), None);
+        match lock.start_acquire(&waiter, options, None, ms(0)).unwrap() {
+            Started::Waiting(p) => p,
+            Started::Acquired(_) => panic!("acquired while held"),
+        }
     };
+    let pending = start_waiting();
     std::thread::sleep(ms(200));
     pending.cancel();
     drop(pending);
-    let pending = match lock
-        .start_acquire(
-            &waiter,
-            AcquireOptions::new(Some(ms(5000)), None),
-            None,
-            ms(0),
-        )
-        .unwrap()
-    {
-        Started::Waiting(p) => p,
-        Started::Acquired(_) => panic!("acquired while held"),
-    };
+    let pending = start_waiting();
     assert_eq!(
         lock.release_fenced(&holder, held.fencing_token()).unwrap(),
         0
