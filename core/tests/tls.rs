@@ -353,28 +353,13 @@ fn tls_certificate_checks_fail_clearly() {
 
 /// Async API over TLS: an attempt and a release that time out while Redis stalls and run late
 /// (the multiplexed connection): the attempt is undone once, the release is not reported lost.
+/// (Over plain TCP: resilience.rs.)
 #[test]
 fn tls_async_late_attempt_and_release() {
     async_late_attempt_and_release(RedisServer::start_tls());
 }
 
-/// The same over plain TCP (the async hot path's own sockets), for comparison.
-#[test]
-fn plain_async_late_attempt_and_release() {
-    async_late_attempt_and_release(RedisServer::start());
-}
-
-/// The same over plain TCP without direct connections (the multiplexed connection, as TLS).
-#[test]
-fn plain_multiplexed_async_late_attempt_and_release() {
-    async_late_attempt_and_release_with(RedisServer::start(), 0);
-}
-
 fn async_late_attempt_and_release(server: RedisServer) {
-    async_late_attempt_and_release_with(server, 4);
-}
-
-fn async_late_attempt_and_release_with(server: RedisServer, direct: usize) {
     // A runtime of its own (blocking::block_on would make the calls the blocking API's).
     tokio_runtime().block_on(async {
         let events = Arc::new(Mutex::new(Vec::new()));
@@ -382,7 +367,6 @@ fn async_late_attempt_and_release_with(server: RedisServer, direct: usize) {
         let client = redlock_core::Client::builder(server.url())
             .command_timeout(ms(300))
             .lease(Duration::from_secs(3))
-            .direct_connections(direct)
             .on_lock_lost(move |event| seen.lock().unwrap().push(event.name.clone()))
             .connect()
             .await
