@@ -400,12 +400,7 @@ impl Lock {
     fn release_meant(&self, owner: &Owner, meant: Option<u64>) -> Result<u32> {
         let lock = self.current()?;
         if !lock.direct_usable() {
-            return block_on(async move {
-                match meant {
-                    Some(fence) => lock.release_fenced(owner, fence).await,
-                    None => lock.release(owner).await,
-                }
-            });
+            return block_on(async move { lock.release_meant(owner, meant).await });
         }
         // No future to drive, but a lost hold's callback is spawned on the runtime.
         let _runtime = runtime().enter();

@@ -411,12 +411,19 @@ impl ClientInner {
         self.hot.connection(|| self.command_connection())
     }
 
-    /// A call on the command connection failed with `err`. When that is the manager's
-    /// reconnect refused (a changed password, an ACL user turned off), the manager keeps that
-    /// failure for every later call: redis-rs reconnects again only after an I/O error. A new
-    /// (lazy) manager takes its place, so the client works again once the server takes its
-    /// credentials again.
-    pub(crate) fn after_error(&self, err: &redis::RedisError) {
+    /// `reply` of a call on the command connection, passed on. When it failed because the
+    /// manager's reconnect was refused (a changed password, an ACL user turned off), the manager
+    /// would keep that failure for every later call (redis-rs reconnects again only after an
+    /// I/O error): a new (lazy) manager takes its place, so the client works again once the
+    /// server takes its credentials again.
+    pub(crate) fn noted<T>(&self, reply: redis::RedisResult<T>) -> redis::RedisResult<T> {
+        if let Err(err) = &reply {
+            self.after_error(err);
+        }
+        reply
+    }
+
+    fn after_error(&self, err: &redis::RedisError) {
         // Refusals of the connection set-up (AUTH, or the SELECT of a URL's database number:
         // redis-rs reports that one as a plain ResponseError, known by its text).
         let refused_setup = err.kind() == redis::ErrorKind::AuthenticationFailed
@@ -441,11 +448,7 @@ impl ClientInner {
     ) -> Result<T> {
         self.ensure_open()?;
         match tokio::time::timeout(self.config.command_timeout, call).await {
-            Ok(Err(e)) => {
-                self.after_error(&e);
-                Err(Error::from(e))
-            }
-            Ok(result) => result.map_err(Error::from),
+            Ok(result) => self.noted(result).map_err(Error::from),
             Err(_) => Err(Error::no_answer(self.config.command_timeout)),
         }
     }

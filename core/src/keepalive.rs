@@ -53,8 +53,8 @@ pub(crate) async fn run(client: Weak<ClientInner>, interval: Option<Duration>) {
         // reconnect was refused).
         let ping = redis::cmd("PING");
         let pinged = tokio::time::timeout(timeout, ping.query_async::<()>(&mut connection)).await;
-        if let (Ok(Err(e)), Some(inner)) = (pinged, client.upgrade()) {
-            inner.after_error(&e);
+        if let (Ok(reply), Some(inner)) = (pinged, client.upgrade()) {
+            let _ = inner.noted(reply);
         }
     }
     // The waiters close woke give up their attempts as they run: let them first.

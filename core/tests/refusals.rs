@@ -8,10 +8,6 @@ use std::time::Instant;
 use common::*;
 use redlock_core::{Client, ErrorKind, Lock, Owner};
 
-fn ok(reply: String) {
-    assert!(reply.starts_with("+OK"), "{reply}");
-}
-
 fn raw(server: &RedisServer, args: &[&str]) -> String {
     server.command(args).replace("\r\n", " ")
 }

@@ -25,10 +25,6 @@ async fn draw_fences(lock: &Lock, owner: &Owner, times: usize, lease: Duration) 
     last
 }
 
-fn ok(reply: String) {
-    assert!(reply.starts_with("+OK"), "{reply}");
-}
-
 /// A server that closes connections idle for more than a second (its `timeout` setting).
 fn closing_idle_clients_after_a_second() -> RedisServer {
     let server = RedisServer::start();

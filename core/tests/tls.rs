@@ -5,13 +5,11 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use redlock_core::blocking::Client;
-use redlock_core::testing::RedisServer;
-use redlock_core::{Error, Owner};
+mod common;
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+use common::{RedisServer, ms};
+use redlock_core::blocking::Client;
+use redlock_core::{Error, Owner};
 
 fn hgetall(server: &RedisServer, key: &str) -> String {
     server.command(&["HGETALL", key])

@@ -88,7 +88,10 @@ enum State {
     /// The caller took the outcome.
     Taken,
     /// The caller gave up: a hold that arrives (or is waiting) is released, not handed out.
-    Abandoned,
+    /// Given up while running, it holds a tidy ticket until what the acquire got is given
+    /// back: the owner's next calls on the name wait for it (see `lock::tidying`), so they
+    /// never re-enter the hold given up.
+    Abandoned(Option<TidyTicket>),
 }
 
 struct Shared {
@@ -100,10 +103,6 @@ struct Shared {
     cancel: CancelToken,
     lock: crate::Lock,
     owner: Owner,
-    /// Taken when the caller gives up, until what its acquire got is given back: the owner's
-    /// next calls on the name wait for it (see `lock::tidying`), so they never re-enter the
-    /// hold given up.
-    giving_back: Mutex<Option<TidyTicket>>,
 }
 
 /// An acquire waiting on the shared runtime (see the module's guarantees). Dropping it gives up
@@ -122,7 +121,6 @@ impl PendingAcquire {
             cancel,
             lock,
             owner,
-            giving_back: Mutex::new(None),
         });
         let task = shared.clone();
         runtime().spawn(async move {
@@ -150,8 +148,8 @@ impl PendingAcquire {
             }
             State::Finished(outcome) => outcome.map(Some),
             // Given up (from another thread, maybe while this one waited): it was cancelled.
-            State::Abandoned => {
-                *state = State::Abandoned;
+            State::Abandoned(ticket) => {
+                *state = State::Abandoned(ticket);
                 Err(Error::Cancelled)
             }
             State::Taken => {
@@ -192,13 +190,13 @@ impl Drop for PendingAcquire {
 
 impl Shared {
     async fn finish(&self, outcome: Result<Hold>) {
-        let unwanted = {
+        let (unwanted, giving_back) = {
             let mut state = self.state();
-            if matches!(*state, State::Abandoned) {
-                outcome.ok()
+            if let State::Abandoned(ticket) = &mut *state {
+                (outcome.ok(), ticket.take())
             } else {
                 *state = State::Finished(outcome);
-                None
+                (None, None)
             }
         };
         // By the hold's fence: should that hold have ended meanwhile, the owner's newer hold
@@ -210,12 +208,7 @@ impl Shared {
                 .await;
         }
         // Given up while running: the owner's next calls waited for this end.
-        drop(
-            self.giving_back
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take(),
-        );
+        drop(giving_back);
         self.finished.notify_all();
         let notify = self.notify().take();
         if let Some(notify) = notify {
@@ -230,16 +223,15 @@ impl Shared {
         let mut state = self.state();
         match *state {
             State::Running => {
-                *state = State::Abandoned;
                 // Before the caller goes on: an acquire that gets the lock now gives it back
                 // in `finish`, and the owner's next calls wait for that.
                 let ticket = self.lock.tidy_ticket(self.owner.token());
-                *self.giving_back.lock().unwrap_or_else(|e| e.into_inner()) = Some(ticket);
+                *state = State::Abandoned(Some(ticket));
                 self.cancel.cancel();
             }
             State::Finished(Ok(ref hold)) => {
                 let fence = hold.fencing_token();
-                *state = State::Abandoned;
+                *state = State::Abandoned(None);
                 let (lock, owner) = (self.lock.clone(), self.owner.clone());
                 // Taken now, before the caller goes on: its next acquire of the name must not
                 // re-enter the hold given up before the release below has run.
@@ -249,8 +241,8 @@ impl Shared {
                     drop(ticket);
                 });
             }
-            State::Finished(Err(_)) => *state = State::Abandoned,
-            State::Taken | State::Abandoned => {}
+            State::Finished(Err(_)) => *state = State::Abandoned(None),
+            State::Taken | State::Abandoned(_) => {}
         }
     }
 

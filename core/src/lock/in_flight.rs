@@ -158,10 +158,7 @@ impl InFlightAttempt {
             let mut connection = script_lock.client.hot_connection()?;
             let script = SCRIPTS.acquire(script_lock.mode);
             let reply = eval_async(&mut connection, script, &call, false).await;
-            if let Err(e) = &reply {
-                script_lock.client.after_error(e);
-            }
-            Ok(reply?)
+            Ok(script_lock.client.noted(reply)?)
         });
         InFlightAttempt {
             call: Some(call),

@@ -70,10 +70,7 @@ impl InFlightRelease {
             client.ensure_open()?;
             let mut connection = client.hot_connection()?;
             let reply = eval_async(&mut connection, script, &call, ping_first).await;
-            if let Err(e) = &reply {
-                client.after_error(e);
-            }
-            Ok(reply?)
+            Ok(client.noted(reply)?)
         });
         let timeout = lock.client.config.command_timeout;
         InFlightRelease {

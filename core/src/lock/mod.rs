@@ -264,7 +264,8 @@ impl Lock {
         self.release_meant(owner, Some(fencing_token)).await
     }
 
-    async fn release_meant(&self, owner: &Owner, meant: Option<u64>) -> Result<u32> {
+    /// [`Lock::release`], or [`Lock::release_fenced`] of the hold `meant`.
+    pub(crate) async fn release_meant(&self, owner: &Owner, meant: Option<u64>) -> Result<u32> {
         self.tidied(owner).await?;
         self.release_untidied(owner, meant).await
     }

@@ -14,6 +14,11 @@ pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// Asserts that a raw reply of [`RedisServer::command`] is `+OK`.
+pub fn ok(reply: String) {
+    assert!(reply.starts_with("+OK"), "{reply}");
+}
+
 pub async fn connect(server: &RedisServer) -> Client {
     Client::connect(&server.url()).await.expect("connect")
 }
