@@ -5,8 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 suites=(rust c go python java cross)
+timings=()
 for suite in "${suites[@]}"; do
   echo "=== $suite"
+  started=$SECONDS
   "scripts/test-$suite.sh"
+  timings+=("$suite $((SECONDS - started)) s")
 done
-echo "=== all suites passed: ${suites[*]}"
+# Each suite's wall time, so that a run creeping towards CI's time budget shows where.
+echo "=== all suites passed: ${timings[*]/%/,} total ${SECONDS} s"
