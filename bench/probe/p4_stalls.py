@@ -1,4 +1,5 @@
-"""Do P4's long waits coincide with the hypervisor stopping a vCPU? (see docs/benchmarks.md)
+"""Do P4's long waits coincide with the hypervisor stopping a vCPU? (see "Long waits" in
+docs/benchmarks-history.md)
 
 Runs the Go bench's contended workers (4 processes on one lock, as `bench/go` does) under
 `perf record -a` sampling cpu-clock every 0.1 ms on each CPU. A CPU that goes 2 ms without a

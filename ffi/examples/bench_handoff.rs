@@ -1,8 +1,8 @@
 //! Hand-offs between 4 processes on one lock, waiting the blocking way (the core's blocking API,
 //! as C, Go, Java and Python wait) or on a current-thread runtime (as the Rust P4 workers do):
 //! the p50 of release start -> next holder in, counted when that holder was already waiting.
-//! Run the two modes alternately on one server to compare them (docs/benchmarks.md, "A machine
-//! that wakes fast").
+//! Run the two modes alternately on one server to compare them (docs/benchmarks-history.md,
+//! "A machine that wakes fast").
 //!
 //! Usage: `cargo run --release -p redlock-ffi --example bench_handoff -- URL blocking|async [sections]`
 //! (the program re-runs itself as the 4 workers).

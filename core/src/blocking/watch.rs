@@ -2,7 +2,7 @@
 //!
 //! Why: a grant reaches a waiter as a message on its client's pub/sub connection, which a
 //! runtime thread reads and hands out. A caller parked until that thread wakes it returned 57 µs
-//! (p50) after one that reads the message itself on a 2-core VM (docs/benchmarks.md). Here the
+//! (p50) after one that reads the message itself on a 2-core VM (docs/benchmarks-history.md). Here the
 //! caller sleeps in `poll()` on the connection's socket and on its own eventfd. A message wakes
 //! it together with the runtime thread, and it looks at the unread bytes without taking them
 //! out: a grant there is handed out at once ([`WatchedSocket::grant_early`]). Anything else it
