@@ -381,3 +381,56 @@ async fn a_closed_client_closes_its_connections_while_its_handles_live() {
     assert_eq!(err.kind(), ErrorKind::Closed);
     drop((client, lock));
 }
+
+/// The same for a blocking client closed while threads are mid-call on their own direct
+/// sockets: a call that comes back after close closes its socket. (Each went back to the idle
+/// list of the closed client and stayed open while any handle lived: up to 16 sockets per
+/// client in a Go, Java or C program that closes clients under load.)
+#[test]
+fn a_blocking_client_closed_mid_call_keeps_no_direct_connection() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let server = RedisServer::start();
+    let before = connection_ids(&server, None);
+    let client = redlock_core::blocking::Client::connect(&server.url()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..4)
+        .map(|thread| {
+            let lock = client.lock(&format!("busy-{thread}")).unwrap();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let me = Owner::random();
+                while !stop.load(Ordering::Relaxed) {
+                    let cycle = lock
+                        .acquire(&me, NOW, LEASE)
+                        .and_then(|_| lock.release(&me));
+                    match cycle {
+                        Ok(_) => {}
+                        Err(err) if err.kind() == ErrorKind::Closed => break,
+                        Err(err) => panic!("{err}"),
+                    }
+                }
+                lock
+            })
+        })
+        .collect();
+    std::thread::sleep(ms(300));
+    client.close();
+    stop.store(true, Ordering::Relaxed);
+    let locks: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let ours = || ids_since(&server, None, &before).len();
+    let started = Instant::now();
+    while ours() > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{} connections of the closed client left open while its handles live",
+            ours()
+        );
+        std::thread::sleep(ms(20));
+    }
+    for lock in &locks {
+        let err = lock.release(&Owner::random()).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Closed);
+    }
+    drop((client, locks));
+}

@@ -77,7 +77,9 @@ pub(crate) struct DirectConnections {
     redis: redis::Client,
     /// Whether the address is a plain socket (see the module docs).
     plain: bool,
-    idle: Mutex<Vec<DirectConnection>>,
+    /// `None` once the client is closed: a call that was on the wire when `clear` ran hands
+    /// its connection back afterwards, and it must close then, not wait for the last handle.
+    idle: Mutex<Option<Vec<DirectConnection>>>,
     command_timeout: Duration,
     connect_timeout: Duration,
 }
@@ -95,7 +97,7 @@ impl DirectConnections {
         DirectConnections {
             redis,
             plain,
-            idle: Mutex::default(),
+            idle: Mutex::new(Some(Vec::new())),
             command_timeout,
             connect_timeout,
         }
@@ -146,9 +148,9 @@ impl DirectConnections {
         }
     }
 
-    /// Drops every idle connection (on close).
+    /// Drops every idle connection and keeps none from now on (on close).
     pub(crate) fn clear(&self) {
-        self.idle.lock().unwrap().clear();
+        drop(self.idle.lock().unwrap().take());
     }
 
     fn open(&self) -> Result<DirectConnection> {
@@ -166,6 +168,7 @@ impl DirectConnections {
     /// restart or by the server's idle `timeout` would fail the call made on it).
     fn idle_alive(&self) -> Option<DirectConnection> {
         let mut idle = self.idle.lock().unwrap();
+        let idle = idle.as_mut()?;
         while let Some(connection) = idle.pop() {
             if connection.is_alive() {
                 return Some(connection);
@@ -175,8 +178,9 @@ impl DirectConnections {
     }
 
     fn give_back(&self, connection: DirectConnection) {
-        let mut idle = self.idle.lock().unwrap();
-        if idle.len() < MAX_IDLE {
+        if let Some(idle) = self.idle.lock().unwrap().as_mut()
+            && idle.len() < MAX_IDLE
+        {
             idle.push(connection);
         }
     }
