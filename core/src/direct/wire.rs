@@ -95,7 +95,7 @@ impl Wire {
         let stream = match info.addr() {
             ConnectionAddr::Tcp(host, port) => connect_tcp(host, *port, connect_timeout),
             #[cfg(unix)]
-            ConnectionAddr::Unix(path) => UnixStream::connect(path).map(Stream::Unix),
+            ConnectionAddr::Unix(path) => connect_unix(path, connect_timeout),
             _ => return None,
         };
         Some((|| {
@@ -354,6 +354,38 @@ fn connect_tcp(host: &str, port: u16, timeout: Duration) -> io::Result<Stream> {
         }
     }
     Err(last)
+}
+
+/// A blocking connect to a Unix socket waits with no limit while the server's listen backlog is
+/// full (a stalled Redis accepts nobody); a non-blocking one fails with `EAGAIN` then, and is
+/// made again until `timeout`.
+#[cfg(unix)]
+fn connect_unix(path: &std::path::Path, timeout: Duration) -> io::Result<Stream> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let address = SockAddr::unix(path)?;
+    let socket = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    socket.set_nonblocking(true)?;
+    let deadline = deadline_after(timeout);
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match socket.connect(&address) {
+            Ok(()) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if deadline.is_some_and(|deadline| Instant::now() + pause > deadline) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "connecting to the Unix socket timed out (its backlog is full)",
+                    ));
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    socket.set_nonblocking(false)?;
+    Ok(Stream::Unix(UnixStream::from(socket)))
 }
 
 fn is_error_with(reply: &Value, text: &str) -> bool {
