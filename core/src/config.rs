@@ -112,16 +112,44 @@ impl fmt::Debug for Config {
     }
 }
 
-/// The URL without its password, for logs and errors.
+/// The URL without its password, for logs and errors: the one in the user info
+/// (`redis://user:password@host`) and, as redis-rs reads a Unix socket URL's password from its
+/// query (`unix:///path?pass=password`), every query value but the few that are no secret.
 pub(crate) fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut redacted = match (base.find("://"), base.rfind('@')) {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let userinfo = &url[scheme_end + 3..at];
+            let userinfo = &base[scheme_end + 3..at];
             let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..])
+            format!("{}{user}:***{}", &base[..scheme_end + 3], &base[at..])
         }
-        _ => url.to_owned(),
+        _ => base.to_owned(),
+    };
+    if let Some(query) = query {
+        let (query, fragment) = match query.split_once('#') {
+            Some((query, fragment)) => (query, Some(fragment)),
+            None => (query, None),
+        };
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if !matches!(key, "db" | "protocol" | "user") => {
+                    format!("{key}=***")
+                }
+                _ => pair.to_owned(),
+            })
+            .collect();
+        redacted.push('?');
+        redacted.push_str(&pairs.join("&"));
+        if let Some(fragment) = fragment {
+            redacted.push('#');
+            redacted.push_str(fragment);
+        }
     }
+    redacted
 }
 
 #[cfg(test)]
@@ -134,5 +162,17 @@ mod tests {
         );
         assert_eq!(super::redact("redis://:secret@h"), "redis://:***@h");
         assert_eq!(super::redact("redis://h:1"), "redis://h:1");
+        assert_eq!(
+            super::redact("unix:///r.sock?db=2&user=u&pass=se@cr?et"),
+            "unix:///r.sock?db=2&user=u&pass=***"
+        );
+        assert_eq!(
+            super::redact("redis+unix:///r.sock?p%61ss=secret"),
+            "redis+unix:///r.sock?p%61ss=***"
+        );
+        assert_eq!(
+            super::redact("rediss://u:secret@h:1/?protocol=resp3#insecure"),
+            "rediss://u:***@h:1/?protocol=resp3#insecure"
+        );
     }
 }

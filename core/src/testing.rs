@@ -1,7 +1,8 @@
 //! A throwaway `redis-server` for tests, demos and benchmarks (feature `test-support`).
 //!
-//! Each server listens on a free loopback port, keeps its files in a temporary directory, never
-//! persists, and is killed when dropped. Never a system service, never a shared fixed port.
+//! Each server listens on a free loopback port and on a Unix socket in the temporary directory
+//! where it keeps its files, never persists, and is killed when dropped. Never a system service,
+//! never a shared fixed port.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -18,6 +19,8 @@ pub struct RedisServer {
     started_once: bool,
     /// The TLS port, when started with [`RedisServer::start_tls`].
     tls_port: Option<u16>,
+    /// More `redis-server` arguments ([`RedisServer::start_with_args`]).
+    args: Vec<String>,
 }
 
 impl RedisServer {
@@ -28,6 +31,15 @@ impl RedisServer {
 
     /// Starts a server that requires `password` (for the default user).
     pub fn start_with_password(password: Option<&str>) -> RedisServer {
+        Self::start_with(password, &[])
+    }
+
+    /// Starts a server with more `redis-server` arguments (e.g. `["--tcp-backlog", "2"]`).
+    pub fn start_with_args(args: &[&str]) -> RedisServer {
+        Self::start_with(None, args)
+    }
+
+    fn start_with(password: Option<&str>, args: &[&str]) -> RedisServer {
         let dir = tempfile::tempdir().expect("temp dir for redis-server");
         let mut server = RedisServer {
             port: free_port(),
@@ -36,6 +48,7 @@ impl RedisServer {
             child: None,
             started_once: false,
             tls_port: None,
+            args: args.iter().map(|arg| (*arg).to_owned()).collect(),
         };
         server.spawn();
         server
@@ -72,6 +85,7 @@ impl RedisServer {
             child: None,
             started_once: false,
             tls_port: Some(free_port()),
+            args: Vec::new(),
         };
         server.spawn();
         server
@@ -91,6 +105,11 @@ impl RedisServer {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The Unix socket the server also listens on (in its own directory, mode 700).
+    pub fn unix_socket(&self) -> PathBuf {
+        self.dir.path().join("redis.sock")
     }
 
     /// Kills the server (SIGKILL: like a crash; nothing is saved).
@@ -186,6 +205,10 @@ impl RedisServer {
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(self.dir.path())
+            .arg("--unixsocket")
+            .arg(self.unix_socket())
+            .args(["--unixsocketperm", "700"])
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         if let Some(p) = &self.password {
