@@ -275,7 +275,8 @@ fn validate_config(config: &Config) -> Result<()> {
 
 impl Client {
     /// Connects with default settings. URL forms: `redis://[user:password@]host[:port][/db]`,
-    /// `rediss://…` for TLS.
+    /// `rediss://…` for TLS, `unix:///path/redis.sock[?db=N&user=U&pass=P]` for a Unix socket;
+    /// `?protocol=resp3` is accepted. Errors and logs show a URL with its password hidden.
     pub async fn connect(url: &str) -> Result<Client> {
         Client::builder(url).connect().await
     }
