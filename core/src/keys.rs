@@ -34,7 +34,7 @@ pub(crate) const SCRIPT_KEY_COUNT: usize = 6;
 
 /// The Redis keys and channel of one lock name. Only the state key and the fencing counter are
 /// stored; the other keys are the state key plus a suffix, written straight into a command's
-/// arguments ([`KeyArg`]). A client keeping 100 000 holds alive keeps one of these per hold.
+/// arguments. A client keeping 100 000 holds alive keeps one of these per hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockKeys {
     pub(crate) name: Arc<str>,
