@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
-# Builds libredlock (cargo build --release -p redlock-ffi) and prints the absolute directory that
-# holds libredlock.so. Honours CARGO_TARGET_DIR. REDLOCK_FFI_FEATURES (e.g. "c-api") builds only
-# those adapters instead of all of them (for working on one adapter while another is broken).
+# Builds libredlock (cargo build --release -p redlock-ffi, every adapter, without the binding
+# generator: see ffi/Cargo.toml) and prints the absolute directory that holds libredlock.so.
+# Honours CARGO_TARGET_DIR. REDLOCK_FFI_FEATURES (e.g. "c-api") builds only those adapters
+# instead of all of them (for working on one adapter while another is broken).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-features=()
-if [ -n "${REDLOCK_FFI_FEATURES:-}" ]; then
-  features=(--no-default-features --features "$REDLOCK_FFI_FEATURES")
-fi
-cargo build --release --quiet -p redlock-ffi "${features[@]}" >&2
+features=(--no-default-features --features "${REDLOCK_FFI_FEATURES:-c-api,python,java}")
+cargo build --release --quiet -p redlock-ffi --lib "${features[@]}" >&2
 target="${CARGO_TARGET_DIR:-target}"
 case "$target" in /*) ;; *) target="$PWD/$target" ;; esac
 libdir="$target/release"
