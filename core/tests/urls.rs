@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use redlock_core::{Client, ClientBuilder, ErrorKind, Owner};
+use redlock_core::{Client, ClientBuilder, ErrorKind, Hold, Owner};
 
 /// Clients whose waiters re-check once a minute (only a pub/sub message wakes them in time),
 /// whose watchdog renews every 150 ms and whose keepalive pings every 100 ms.
@@ -44,6 +44,17 @@ fn connections_are(server: &RedisServer, unix: bool, db: u8) {
         assert_eq!(line.contains(" addr=/"), unix, "{line}");
         assert!(line.contains(&format!(" db={db} ")), "{line}");
     }
+}
+
+/// A waiter's `hold`, taken at `acquired`, is newer than `first` and came within a second of
+/// the release (its client re-checks once a minute: a pub/sub message woke it).
+fn handed_on(hold: redlock_core::Result<Hold>, acquired: Instant, released: Instant, first: &Hold) {
+    assert!(hold.unwrap().fencing_token() > first.fencing_token());
+    let woken = acquired.saturating_duration_since(released);
+    assert!(
+        woken < ms(1000),
+        "the waiter had the lock {woken:?} after the release"
+    );
 }
 
 /// The async API on `url`, whose keys must land in database `db`.
@@ -89,12 +100,7 @@ async fn walk_async(server: &RedisServer, url: &str, unix: bool, db: u8) {
     let released = Instant::now();
     lock_a.release(&alice).await.unwrap();
     let (hold, acquired) = waiter.await.unwrap();
-    assert!(hold.unwrap().fencing_token() > first.fencing_token());
-    let woken = acquired.saturating_duration_since(released);
-    assert!(
-        woken < ms(1000),
-        "the waiter had the lock {woken:?} after the release"
-    );
+    handed_on(hold, acquired, released, &first);
     connections_are(server, unix, db);
 
     lock_a.extend(&alice, ms(100)).await.unwrap_err();
@@ -138,12 +144,7 @@ fn walk_blocking(server: &RedisServer, url: &str, unix: bool, db: u8) {
     lock_a.release(&alice).unwrap();
     let released = Instant::now();
     let (hold, acquired) = waiter.join().unwrap();
-    assert!(hold.unwrap().fencing_token() > first.fencing_token());
-    let woken = acquired.saturating_duration_since(released);
-    assert!(
-        woken < ms(1000),
-        "the waiter had the lock {woken:?} after the release"
-    );
+    handed_on(hold, acquired, released, &first);
     connections_are(server, unix, db);
     a.close();
     b.close();
