@@ -425,6 +425,10 @@ impl ClientInner {
     }
 
     fn after_error(&self, err: &redis::RedisError) {
+        if err.is_io_error() || err.is_connection_dropped() {
+            // The manager reconnects, and keeps that reconnect's error if Redis is still down.
+            self.hot.suspect_shared();
+        }
         // Refusals of the connection set-up (AUTH, or the SELECT of a URL's database number:
         // redis-rs reports that one as a plain ResponseError, known by its text).
         let refused_setup = err.kind() == redis::ErrorKind::AuthenticationFailed

@@ -418,3 +418,87 @@ async fn a_release_that_redis_runs_late_is_not_reported_lost() {
         assert_eq!(client.watched_holds(), 0);
     }
 }
+
+// After an outage, redis-rs' connection manager keeps the failed result of the reconnect it
+// made while Redis was down and hands it to the next call without trying, however long Redis
+// has been back. A hot call that finds no direct connection idle (they failed to open during
+// the outage) goes to that connection, so it is sent behind a `PING` while the connection is
+// suspect: the first call after an outage must work.
+
+/// Stops `server` for longer than the manager's reconnect tries (three, up to 500 ms apart),
+/// with a failed call of `client`'s in the outage, then starts it again (with its data).
+async fn outage(server: &mut RedisServer, client: &Client) {
+    server.stop();
+    let err = client
+        .lock("during-the-outage")
+        .unwrap()
+        .acquire(&Owner::random(), NOW, None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    tokio::time::sleep(ms(3_000)).await;
+    server.restart();
+    // Up and answering for a while (the keepalive's next PING is 30 s away).
+    tokio::time::sleep(ms(1_000)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_acquire_after_an_outage_works() {
+    limited(60, async {
+        let mut server = RedisServer::start();
+        let client = connect(&server).await;
+        let lock = client.lock("after-the-outage").unwrap();
+        let owner = Owner::random();
+        lock.acquire(&owner, NOW, None).await.unwrap();
+        lock.release(&owner).await.unwrap();
+        outage(&mut server, &client).await;
+        let hold = lock.acquire(&owner, Some(ms(5_000)), None).await.unwrap();
+        assert_eq!(hold.hold_count(), 1);
+        lock.release(&owner).await.unwrap();
+    })
+    .await;
+}
+
+/// A hold that outlived the outage (restarted with its data) is released by the first call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_release_after_an_outage_works() {
+    limited(60, async {
+        let mut server = RedisServer::start();
+        let client = connect(&server).await;
+        let lock = client.lock("kept-through-the-outage").unwrap();
+        let owner = Owner::random();
+        lock.acquire(&owner, NOW, Some(ms(30_000))).await.unwrap();
+        ok(server.command(&["SAVE"]));
+        outage(&mut server, &client).await;
+        assert!(
+            server
+                .command(&["KEYS", "*kept-through*"])
+                .contains("kept-through")
+        );
+        assert_eq!(lock.release(&owner).await.unwrap(), 0);
+    })
+    .await;
+}
+
+/// A client idle through the outage: only its keepalive's `PING` failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_clients_first_acquire_after_an_outage_works() {
+    limited(60, async {
+        let mut server = RedisServer::start();
+        let client = builder(&server)
+            .ping_interval(Some(ms(4_000)))
+            .connect()
+            .await
+            .unwrap();
+        let lock = client.lock("idle-through-the-outage").unwrap();
+        server.stop();
+        // The PING at 4 s fails, and so does the reconnect it sets off.
+        tokio::time::sleep(ms(6_000)).await;
+        server.restart();
+        tokio::time::sleep(ms(500)).await; // before the next PING, at 8 s
+        let owner = Owner::random();
+        lock.acquire(&owner, Some(ms(5_000)), None).await.unwrap();
+        lock.release(&owner).await.unwrap();
+    })
+    .await;
+}

@@ -16,7 +16,10 @@
 //!   is closed (a late reply must never be read as the next call's), and the idle ones with it
 //!   (a broken connection usually means a restart: they are all dead). One the server closed
 //!   while idle is found so before it is used, not by a failed call; the multiplexed connection
-//!   the call then goes to is pinged first, since it has likely been closed too.
+//!   the call then goes to is pinged first, since it has likely been closed too. So is it after
+//!   any connect or call failed on I/O, until a `PING` there works: redis-rs keeps the error of
+//!   a reconnect that failed while Redis was down for the next call, however long Redis has been
+//!   back, and the first call after an outage must not fail with it.
 //! - The caller keeps the command timeout and the cancellation handling as on the multiplexed
 //!   connection: a call here is a future like any other.
 //! - TLS addresses always use the multiplexed connection.
@@ -49,12 +52,19 @@ pub(crate) enum HotConnection {
     /// clients, or restarted, has likely closed it too, which its manager learns only from a
     /// failed call. A `PING` goes first (its failure makes the manager reconnect), so that the
     /// call itself, which must not be sent twice, does not fail on the dead connection.
-    Suspect(ConnectionManager),
+    /// A `PING` that works there clears the pool's suspicion of it.
+    Suspect(ConnectionManager, Arc<HotConnections>),
 }
 
 /// The `PING` ahead of a call on a suspect connection. Its reply, or failure, is not the call's.
-async fn probe(shared: &mut ConnectionManager) {
-    let _ = shared.send_packed_command(&redis::cmd("PING")).await;
+async fn probe(shared: &mut ConnectionManager, pool: &HotConnections) {
+    if shared
+        .send_packed_command(&redis::cmd("PING"))
+        .await
+        .is_ok()
+    {
+        pool.shared_suspect.store(false, Ordering::Release);
+    }
 }
 
 impl ConnectionLike for HotConnection {
@@ -62,8 +72,8 @@ impl ConnectionLike for HotConnection {
         match self {
             HotConnection::Direct(pooled) => pooled.wire().req_packed_command(cmd),
             HotConnection::Shared(shared) => shared.req_packed_command(cmd),
-            HotConnection::Suspect(shared) => Box::pin(async move {
-                probe(shared).await;
+            HotConnection::Suspect(shared, pool) => Box::pin(async move {
+                probe(shared, pool).await;
                 shared.req_packed_command(cmd).await
             }),
         }
@@ -80,8 +90,8 @@ impl ConnectionLike for HotConnection {
                 pooled.wire().req_packed_commands(pipeline, offset, count)
             }
             HotConnection::Shared(shared) => shared.req_packed_commands(pipeline, offset, count),
-            HotConnection::Suspect(shared) => Box::pin(async move {
-                probe(shared).await;
+            HotConnection::Suspect(shared, pool) => Box::pin(async move {
+                probe(shared, pool).await;
                 shared.req_packed_commands(pipeline, offset, count).await
             }),
         }
@@ -90,7 +100,7 @@ impl ConnectionLike for HotConnection {
     fn get_db(&self) -> i64 {
         match self {
             HotConnection::Direct(pooled) => pooled.wire.as_ref().map_or(0, |w| w.db),
-            HotConnection::Shared(shared) | HotConnection::Suspect(shared) => shared.get_db(),
+            HotConnection::Shared(shared) | HotConnection::Suspect(shared, _) => shared.get_db(),
         }
     }
 }
@@ -109,6 +119,12 @@ pub(crate) struct HotConnections {
     next_connect: Mutex<Option<Instant>>,
     /// A TLS address, none wanted, or the client closed: no direct connections.
     off: AtomicBool,
+    /// The multiplexed connection may be dead, or its manager may keep the error of a
+    /// reconnect that failed while Redis was down (redis-rs hands that error to the next call
+    /// without trying, however long Redis has been back): set when a connection or a connect
+    /// failed, here or on the multiplexed connection; cleared by a `PING` that works there.
+    /// While set, hot calls there go behind a `PING` (`Suspect`).
+    shared_suspect: AtomicBool,
 }
 
 impl HotConnections {
@@ -130,6 +146,7 @@ impl HotConnections {
             generation: AtomicU64::new(0),
             next_connect: Mutex::default(),
             off: AtomicBool::new(tls || max_live == 0),
+            shared_suspect: AtomicBool::new(false),
         })
     }
 
@@ -148,14 +165,23 @@ impl HotConnections {
             })),
             None => {
                 self.open_one_more();
-                shared().map(HotConnection::Shared)
+                if self.shared_suspect.load(Ordering::Acquire) {
+                    shared().map(|shared| HotConnection::Suspect(shared, self.clone()))
+                } else {
+                    shared().map(HotConnection::Shared)
+                }
             }
             Some(_dead) => {
                 self.broken();
                 self.open_one_more();
-                shared().map(HotConnection::Suspect)
+                shared().map(|shared| HotConnection::Suspect(shared, self.clone()))
             }
         }
+    }
+
+    /// A call on the multiplexed connection failed on I/O (see `shared_suspect`).
+    pub(crate) fn suspect_shared(&self) {
+        self.shared_suspect.store(true, Ordering::Release);
     }
 
     /// Closes the idle connections and opens no more (on close).
@@ -216,6 +242,7 @@ impl HotConnections {
                 }
                 Err(error) => {
                     tracing::debug!(%error, "no direct connection for hot calls, for now");
+                    pool.suspect_shared();
                     *pool.next_connect.lock().unwrap() = Some(Instant::now() + RECONNECT_AFTER);
                     pool.live.fetch_sub(1, Ordering::AcqRel);
                 }
@@ -238,6 +265,7 @@ impl HotConnections {
 
     /// A connection was found broken: the idle ones go too.
     fn broken(&self) {
+        self.suspect_shared();
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.live.fetch_sub(1, Ordering::AcqRel);
         self.drop_idle();
