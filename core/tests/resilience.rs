@@ -502,3 +502,31 @@ async fn an_idle_clients_first_acquire_after_an_outage_works() {
     })
     .await;
 }
+
+/// The calls that are not hot (reads, extend, inspect) may run twice, and do after an I/O
+/// error: the kept error of the outage costs them a second try, not a failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_calls_work_soon_after_an_outage() {
+    limited(60, async {
+        let mut server = RedisServer::start();
+        let client = connect(&server).await;
+        let lock = client.lock("read-after-the-outage").unwrap();
+        let owner = Owner::random();
+        lock.acquire(&owner, NOW, Some(ms(30_000))).await.unwrap();
+        ok(server.command(&["SAVE"]));
+        outage(&mut server, &client).await;
+        tokio::time::sleep(ms(1_500)).await;
+        assert!(lock.is_locked().await.unwrap());
+        lock.extend(&owner, ms(20_000)).await.unwrap();
+        assert_eq!(
+            client
+                .inspect("read-after-the-outage")
+                .await
+                .unwrap()
+                .holders
+                .len(),
+            1
+        );
+    })
+    .await;
+}
