@@ -116,8 +116,20 @@ impl fmt::Debug for Config {
 /// (`redis://user:password@host`) and, as redis-rs reads a Unix socket URL's password from its
 /// query (`unix:///path?pass=password`), every query value but the few that are no secret.
 pub(crate) fn redact(url: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
+    // A TCP URL's password may hold a raw `?` (its query holds only `protocol`, no `@`): the
+    // query starts after the user info. A Unix URL has no user info, and its query's password
+    // may hold an `@`.
+    let unix = url
+        .split("://")
+        .next()
+        .is_some_and(|scheme| scheme.ends_with("unix"));
+    let query_from = if unix {
+        0
+    } else {
+        url.rfind('@').map_or(0, |at| at + 1)
+    };
+    let (base, query) = match url[query_from..].find('?') {
+        Some(i) => (&url[..query_from + i], Some(&url[query_from + i + 1..])),
         None => (url, None),
     };
     let mut redacted = match (base.find("://"), base.rfind('@')) {
@@ -145,8 +157,14 @@ pub(crate) fn redact(url: &str) -> String {
         redacted.push('?');
         redacted.push_str(&pairs.join("&"));
         if let Some(fragment) = fragment {
+            // `insecure` is the only fragment redis-rs takes; any other is the rest of a
+            // value that held a raw `#`.
             redacted.push('#');
-            redacted.push_str(fragment);
+            redacted.push_str(if fragment == "insecure" {
+                fragment
+            } else {
+                "***"
+            });
         }
     }
     redacted
@@ -173,6 +191,16 @@ mod tests {
         assert_eq!(
             super::redact("rediss://u:secret@h:1/?protocol=resp3#insecure"),
             "rediss://u:***@h:1/?protocol=resp3#insecure"
+        );
+        // A raw `?` in a user-info password, a raw `#` in a query's.
+        assert_eq!(
+            super::redact("redis://u:pa?ss@h:1/?protocol=resp3"),
+            "redis://u:***@h:1/?protocol=resp3"
+        );
+        assert_eq!(super::redact("redis://:pa?ss@h"), "redis://:***@h");
+        assert_eq!(
+            super::redact("unix:///r.sock?pass=pw#secret"),
+            "unix:///r.sock?pass=***#***"
         );
     }
 }
