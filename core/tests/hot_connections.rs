@@ -434,3 +434,58 @@ fn a_blocking_client_closed_mid_call_keeps_no_direct_connection() {
     }
     drop((client, locks));
 }
+
+/// Blocking acquires on the wire (Redis stalled) when the client closes: each ends with
+/// `Closed` and the hold its attempt took is given back. (The command connection was closed
+/// before their replies came, as nothing counted them as under way: every lock stayed held
+/// until its lease ended, by callers told they had nothing.)
+#[test]
+fn a_blocking_acquire_on_the_wire_at_close_gives_its_hold_back() {
+    let server = RedisServer::start();
+    let before = connection_ids(&server, None);
+    let builder = builder(&server).command_timeout(Duration::from_secs(3));
+    let client = redlock_core::blocking::Client::from_builder(builder).unwrap();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(5));
+    let threads: Vec<_> = (0..4)
+        .map(|thread| {
+            let lock = client.lock(&format!("on-the-wire-{thread}")).unwrap();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let me = Owner::random();
+                lock.acquire(&me, NOW, None).unwrap(); // a direct connection of its own
+                lock.release(&me).unwrap();
+                barrier.wait();
+                let lease = if thread % 2 == 0 { None } else { LEASE };
+                let result = lock
+                    .acquire(&me, NOW, lease)
+                    .map(|hold| hold.fencing_token());
+                (lock, result)
+            })
+        })
+        .collect();
+    std::thread::sleep(ms(200));
+    let stall = server.stall(ms(1500)); // every acquire below goes on the wire behind it
+    barrier.wait();
+    std::thread::sleep(ms(300));
+    client.close();
+    stall.join().unwrap();
+    let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    for (_, result) in &results {
+        let err = result.as_ref().unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::Closed | ErrorKind::Connection),
+            "{err}"
+        );
+    }
+    let started = Instant::now();
+    while !lock_keys(&server).is_empty() || !ids_since(&server, None, &before).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "keys {:?} and connections {:?} left after close",
+            lock_keys(&server),
+            ids_since(&server, None, &before)
+        );
+        std::thread::sleep(ms(50));
+    }
+    drop((client, results));
+}

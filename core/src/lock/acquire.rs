@@ -37,6 +37,11 @@ use crate::pubsub::WakeUp;
 impl Lock {
     /// Acquires with all options (see [`AcquireOptions`]).
     pub async fn acquire_with(&self, owner: &Owner, options: AcquireOptions) -> Result<Hold> {
+        // A blocking caller's first attempt is on its own socket, out of the runtime's sight:
+        // counted as under way (before the closed check), so that a close meanwhile keeps the
+        // command connection until the hold it may take is given back.
+        let direct = crate::blocking::on_blocking_caller() && self.client.direct.usable();
+        let _on_the_wire = direct.then(|| self.client.tidy_ups.on_the_wire());
         self.client.ensure_open()?;
         if let Some(label) = &options.label {
             crate::inspect::validate_label(label)?;
@@ -83,7 +88,7 @@ impl Lock {
         let mut announcement = Announcement::new(self, owner, &waiter);
         // A blocking caller makes this first attempt on its own socket: one write and one read
         // on its thread instead of two thread hand-offs (see `direct`; plain sockets only).
-        let mut last = if crate::blocking::on_blocking_caller() && self.client.direct.usable() {
+        let mut last = if direct {
             self.attempt_direct(&attempt, &mut announcement)?
         } else {
             self.attempt(&attempt, &mut announcement).await?

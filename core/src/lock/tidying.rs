@@ -66,6 +66,26 @@ impl ClientTidyUps {
     }
 }
 
+impl ClientTidyUps {
+    /// Counts a call whose reply may need the command connection after close as under way
+    /// while the guard lives.
+    pub(crate) fn on_the_wire(self: &Arc<Self>) -> OnTheWire {
+        self.under_way.fetch_add(1, Ordering::SeqCst);
+        OnTheWire(self.clone())
+    }
+}
+
+/// See [`ClientTidyUps::on_the_wire`].
+pub(crate) struct OnTheWire(Arc<ClientTidyUps>);
+
+impl Drop for OnTheWire {
+    fn drop(&mut self) {
+        if self.0.under_way.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.ended.notify_waiters();
+        }
+    }
+}
+
 /// Held by one tidy-up while it runs; dropping it ends it.
 pub(crate) struct TidyTicket {
     local: Arc<LocalLock>,
