@@ -55,7 +55,9 @@
 //!   then sent again at once: the watchdog's renewals, reads (`is_locked`, `hold_count`,
 //!   `inspect`, ...), `extend` and a waiter's withdrawal. An acquire or a release goes to a
 //!   direct connection, and when that one is found closed, to the command connection after a
-//!   `PING` (which makes it reconnect if it was closed too). What may still fail once with
+//!   `PING` (which makes it reconnect if it was closed too); so does it after any call or
+//!   connect failed on I/O, until a `PING` works, so the first call after an outage does not
+//!   get the error of a reconnect made while Redis was down. What may still fail once with
 //!   [`Error::Connection`] is a call that must not run twice (an acquire, a release, a
 //!   `force_unlock`) made on the command connection with no sign of its death beforehand:
 //!   direct connections turned off or all in use, or TLS. A reconnect the server refuses (a
