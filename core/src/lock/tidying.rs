@@ -64,9 +64,7 @@ impl ClientTidyUps {
             ended.await;
         }
     }
-}
 
-impl ClientTidyUps {
     /// Counts a call whose reply may need the command connection after close as under way
     /// while the guard lives.
     pub(crate) fn on_the_wire(self: &Arc<Self>) -> OnTheWire {
