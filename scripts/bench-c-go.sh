@@ -19,9 +19,7 @@ if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
   export PATH="/usr/local/go/bin:$PATH"
 fi
 
-libdir="$(scripts/build-ffi.sh)"
-features=(--no-default-features --features "${REDLOCK_FFI_FEATURES:-c-api,python,java}")
-cargo build --release --quiet -p redlock-ffi "${features[@]}" --example bench_blocking
+libdir="$(scripts/build-ffi.sh --example bench_blocking)"
 make --no-print-directory -C bindings/c LIBDIR="$libdir" build/bench >/dev/null
 prefix="$(dirname "$libdir")/redlock-c-install"
 scripts/install-c.sh "$prefix"

@@ -41,7 +41,7 @@ impl Lock {
         // counted as under way (before the closed check), so that a close meanwhile keeps the
         // command connection until the hold it may take is given back.
         let direct = crate::blocking::on_blocking_caller() && self.client.direct.usable();
-        let _on_the_wire = direct.then(|| self.client.tidy_ups.on_the_wire());
+        let _under_way = direct.then(|| self.client.tidy_ups.under_way());
         self.client.ensure_open()?;
         if let Some(label) = &options.label {
             crate::inspect::validate_label(label)?;

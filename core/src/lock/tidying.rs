@@ -65,18 +65,18 @@ impl ClientTidyUps {
         }
     }
 
-    /// Counts a call whose reply may need the command connection after close as under way
-    /// while the guard lives.
-    pub(crate) fn on_the_wire(self: &Arc<Self>) -> OnTheWire {
+    /// Counts work that may need the command connection after close (a tidy-up, a blocking
+    /// caller's attempt on its own socket) as under way while the guard lives.
+    pub(crate) fn under_way(self: &Arc<Self>) -> UnderWay {
         self.under_way.fetch_add(1, Ordering::SeqCst);
-        OnTheWire(self.clone())
+        UnderWay(self.clone())
     }
 }
 
-/// See [`ClientTidyUps::on_the_wire`].
-pub(crate) struct OnTheWire(Arc<ClientTidyUps>);
+/// See [`ClientTidyUps::under_way`].
+pub(crate) struct UnderWay(Arc<ClientTidyUps>);
 
-impl Drop for OnTheWire {
+impl Drop for UnderWay {
     fn drop(&mut self) {
         if self.0.under_way.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.ended.notify_waiters();
@@ -88,6 +88,8 @@ impl Drop for OnTheWire {
 pub(crate) struct TidyTicket {
     local: Arc<LocalLock>,
     token: String,
+    /// The client's count (dropped after the name's, in `Drop`).
+    _client: UnderWay,
 }
 
 impl TidyTicket {
@@ -100,10 +102,10 @@ impl TidyTicket {
             .entry(token.to_owned())
             .or_default() += 1;
         tidying.under_way.fetch_add(1, Ordering::SeqCst);
-        tidying.client.under_way.fetch_add(1, Ordering::SeqCst);
         TidyTicket {
             local: local.clone(),
             token: token.to_owned(),
+            _client: tidying.client.under_way(),
         }
     }
 }
@@ -123,9 +125,6 @@ impl Drop for TidyTicket {
         }
         tidying.ended.notify_waiters();
         tidying.ended_blocking.notify_all();
-        if tidying.client.under_way.fetch_sub(1, Ordering::SeqCst) == 1 {
-            tidying.client.ended.notify_waiters();
-        }
     }
 }
 
