@@ -81,9 +81,43 @@ impl Error {
     }
 }
 
+/// Whether Redis refused a call from an unauthenticated connection that was too long to take
+/// from one (more than 10 arguments, as every lock script call has; networking.c), closing the
+/// connection: a `NOAUTH` in all but name, e.g. `requirepass` set while the client was connected.
+fn unauthenticated_call(err: &redis::RedisError) -> bool {
+    err.code() == Some("ERR")
+        && err
+            .detail()
+            .is_some_and(|detail| detail.starts_with("Protocol error: unauthenticated"))
+}
+
+/// An error reply as Redis sent it, code first (`READONLY You can't write against a read only
+/// replica.`): redis-rs' `Display` renames the codes it knows (`ReadOnly`, `NoPerm`,
+/// `ResponseError` for `ERR`) and quotes the others, so a caller matching Redis' codes would
+/// miss some.
+fn server_line(err: &redis::RedisError) -> Option<String> {
+    if !matches!(
+        err.kind(),
+        redis::ErrorKind::Server(_) | redis::ErrorKind::Extension
+    ) {
+        return None;
+    }
+    let code = err.code()?;
+    Some(match err.detail() {
+        Some(detail) => format!("{code} {detail}"),
+        None => code.to_owned(),
+    })
+}
+
 impl From<redis::RedisError> for Error {
     fn from(err: redis::RedisError) -> Self {
         use redis::ErrorKind as K;
+        let message = server_line(&err).unwrap_or_else(|| err.to_string());
+        if unauthenticated_call(&err) {
+            return Error::Connection(format!(
+                "{message} (Redis wants a password: none was given)"
+            ));
+        }
         let connection_like = err.is_io_error()
             || err.is_timeout()
             || err.is_connection_dropped()
@@ -93,9 +127,9 @@ impl From<redis::RedisError> for Error {
             // A server that wants a password none was given for (or one it no longer takes).
             || matches!(err.code(), Some("NOAUTH" | "WRONGPASS"));
         if connection_like {
-            Error::Connection(err.to_string())
+            Error::Connection(message)
         } else {
-            Error::Redis(err.to_string())
+            Error::Redis(message)
         }
     }
 }
