@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -12,8 +13,10 @@ import (
 // Lock waits as long as it takes, and holds are kept by the watchdog.
 //
 // sync.Locker has no way to return errors: Lock panics if the lock cannot be taken (closed
-// client, Redis unreachable), and Unlock panics on an unlocked Locker or a failed release
-// (the hold was lost). Use Acquire and Hold.Release to handle those as errors.
+// client, Redis unreachable), and Unlock panics on an unlocked Locker or a failed release. After
+// a release that Redis refused or did not answer, the Locker keeps the hold (it may still be
+// held, and kept alive by the watchdog), so a recovered panic's Unlock may be called again;
+// after a lost hold it does not. Use Acquire and Hold.Release to handle those as errors.
 func (l *Lock) Locker() sync.Locker {
 	return &locker{lock: l}
 }
@@ -44,6 +47,11 @@ func (l *locker) Unlock() {
 	l.holds = l.holds[:len(l.holds)-1]
 	l.mu.Unlock()
 	if err := hold.Release(context.Background()); err != nil {
+		if !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLockLost) {
+			l.mu.Lock()
+			l.holds = append(l.holds, hold)
+			l.mu.Unlock()
+		}
 		panic(fmt.Sprintf("redlock: Locker.Unlock of %q: %v", l.lock.name, err))
 	}
 }
