@@ -53,7 +53,8 @@ pub fn runtime() -> &'static Runtime {
 fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> &'static Runtime {
     let pid = crate::inspect::process_id();
     let current = slot.load(Ordering::Acquire);
-    // SAFETY: pointers stored in RUNTIME come from Box::leak and are never freed.
+    // SAFETY: pointers stored in RUNTIME come from Box::into_raw and are freed only when the
+    // library is unloaded (shutdown_runtime_for_unload), when nothing can call in any more.
     if let Some(rt) = unsafe { current.as_ref() }
         && rt.pid == pid
     {
@@ -78,6 +79,26 @@ fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> &'static Runtime {
             unused.runtime.shutdown_background();
             // SAFETY: published pointers are leaked boxes.
             unsafe { &(*winner).runtime }
+        }
+    }
+}
+
+/// Stops this process's runtime without waiting for its threads (they end once their current
+/// task yields) and forgets it; a later call of [`runtime`] would start a new one.
+///
+/// # Safety
+/// For a library being unloaded (JNI's `JNI_OnUnload`): no thread may be inside a call of this
+/// library or use a `&'static Runtime` obtained before, now or later.
+#[doc(hidden)]
+pub unsafe fn shutdown_runtime_for_unload() {
+    let current = RUNTIME.swap(ptr::null_mut(), Ordering::AcqRel);
+    if !current.is_null() {
+        // SAFETY: published pointers are leaked boxes; by the contract above nobody uses it.
+        let process = unsafe { Box::from_raw(current) };
+        if process.pid == crate::inspect::process_id() {
+            process.runtime.shutdown_background();
+        } else {
+            std::mem::forget(process); // a parent's runtime: its threads are not ours to wait for
         }
     }
 }

@@ -27,3 +27,16 @@ mod hold;
 mod inspect;
 mod lock;
 mod strings;
+
+/// Called by the JVM when the class loader that loaded this copy of the library is collected (a
+/// redeployed application, an isolated test class loader; each loader loads its own extracted
+/// copy): nothing of that loader can call in any more, so the copy's runtime threads are
+/// stopped instead of being left running for the JVM's life.
+#[unsafe(no_mangle)]
+pub extern "system" fn JNI_OnUnload(_vm: *mut jni::sys::JavaVM, _reserved: *mut std::ffi::c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: the JVM unloads the library only once its class loader is unreachable, so no
+        // Java thread is inside an entry point and none will enter one.
+        unsafe { redlock_core::blocking::shutdown_runtime_for_unload() };
+    });
+}

@@ -16,6 +16,8 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class InterruptibleWait {
   static final long POLL_MILLIS = 5;
+  /** How long the watcher stays without waits to watch before it ends. */
+  static final long IDLE_SECONDS = 1;
 
   /** A native call that may block and ends with InterruptedException when cancel is fired. */
   interface Call {
@@ -67,15 +69,32 @@ final class InterruptibleWait {
     if (watcher == null) {
       watcher = new Thread(InterruptibleWait::watch, "redlock-interrupt-watcher");
       watcher.setDaemon(true);
+      watcher.setContextClassLoader(null); // never pins the loader of whoever started it
       watcher.start();
     }
     return watcher;
   }
 
+  /**
+   * Ends the watcher when nothing waits (a live thread running this class would keep its class
+   * loader, and with it the native library, from ever being collected); false when a wait
+   * registered meanwhile. The next wait starts a new watcher.
+   */
+  private static synchronized boolean retire() {
+    if (!WAITING.isEmpty()) {
+      return false;
+    }
+    watcher = null;
+    return true;
+  }
+
   private static void watch() {
     while (true) {
       if (WAITING.isEmpty()) {
-        LockSupport.park(); // unparked by the next registration
+        LockSupport.parkNanos(TimeUnit.SECONDS.toNanos(IDLE_SECONDS)); // or the next registration
+        if (WAITING.isEmpty() && retire()) {
+          return;
+        }
       } else {
         for (InterruptibleWait wait : WAITING) {
           wait.fireIfInterrupted();

@@ -38,17 +38,55 @@ final class NativeLibrary {
         loadFromLibraryPath(resource);
         return;
       }
-      Path dir = Files.createTempDirectory("redlock-native");
-      Path copy = dir.resolve(System.mapLibraryName("redlock"));
-      Files.copy(bundled, copy, StandardCopyOption.REPLACE_EXISTING);
-      System.load(copy.toString());
-      // Once mapped, the file is no longer needed (Linux, macOS); elsewhere it goes at exit.
-      if (!Files.deleteIfExists(copy) || !Files.deleteIfExists(dir)) {
-        copy.toFile().deleteOnExit();
-        dir.toFile().deleteOnExit();
+      Path dir = null;
+      Path copy = null;
+      try {
+        dir = Files.createTempDirectory("redlock-native");
+        copy = dir.resolve(System.mapLibraryName("redlock"));
+        Files.copy(bundled, copy, StandardCopyOption.REPLACE_EXISTING);
+        System.load(copy.toString());
+      } catch (IOException | UnsatisfiedLinkError e) {
+        UnsatisfiedLinkError error =
+            new UnsatisfiedLinkError(
+                "cannot load the libredlock bundled in the jar ("
+                    + resource
+                    + ") from a copy in java.io.tmpdir="
+                    + System.getProperty("java.io.tmpdir")
+                    + ": "
+                    + e.getMessage()
+                    + ". A temporary directory that is not writable or is mounted noexec needs"
+                    + " -Djava.io.tmpdir=<a writable directory that allows executables>, or -D"
+                    + FILE_PROPERTY
+                    + "=/path/to/libredlock.so, or libredlock on java.library.path");
+        error.initCause(e);
+        throw error;
+      } finally {
+        // Loaded or not, the copy is no longer needed once System.load returned (Linux, macOS);
+        // where a loaded file cannot be deleted, it goes at exit.
+        removeCopy(copy, dir);
+      }
+    } catch (IOException e) { // closing the resource stream
+      throw new UnsatisfiedLinkError("cannot read " + resource + ": " + e);
+    }
+  }
+
+  /** Deletes the extracted copy and its directory; what cannot go now goes at exit. */
+  private static void removeCopy(Path copy, Path dir) {
+    try {
+      if (copy != null) {
+        Files.deleteIfExists(copy);
+      }
+      if (dir != null) {
+        Files.deleteIfExists(dir);
       }
     } catch (IOException e) {
-      throw new UnsatisfiedLinkError("cannot extract " + resource + ": " + e);
+      // deleteOnExit deletes in reverse order of registration: the file, then its directory.
+      if (dir != null) {
+        dir.toFile().deleteOnExit();
+      }
+      if (copy != null) {
+        copy.toFile().deleteOnExit();
+      }
     }
   }
 
