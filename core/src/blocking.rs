@@ -14,8 +14,8 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::ptr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::runtime::Runtime;
@@ -29,13 +29,13 @@ use crate::owner::Owner;
 pub use tokio_util::sync::CancellationToken as CancelToken;
 
 pub mod pending;
+mod per_process;
 pub mod polled;
-mod process_bound;
 #[cfg(target_os = "linux")]
 mod watch;
 pub use pending::{PendingAcquire, Started};
+use per_process::PerProcess;
 pub use polled::Polled;
-use process_bound::ProcessBound;
 
 struct ProcessRuntime {
     pid: u32,
@@ -222,7 +222,7 @@ impl Drop for BlockingCaller {
 struct Shared {
     builder: ClientBuilder,
     /// The async client of the process that uses it (a forked child connects its own).
-    current: Mutex<ProcessBound<crate::Client>>,
+    current: PerProcess<crate::Client>,
     closed: AtomicBool,
 }
 
@@ -232,12 +232,15 @@ impl Shared {
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::Closed);
         }
-        let mut current = self.current.lock().unwrap();
-        if !current.is_ours() {
-            // The parent's client is left to the parent (see `ProcessBound`).
-            *current = ProcessBound::new(block_on(self.builder.clone().connect())?);
+        // A child's slot starts empty: the parent's client is left to the parent (see
+        // `PerProcess`).
+        let mut current = self.current.slot().lock().unwrap();
+        if let Some(client) = &*current {
+            return Ok(client.clone());
         }
-        Ok(crate::Client::clone(&current))
+        let client = block_on(self.builder.clone().connect())?;
+        *current = Some(client.clone());
+        Ok(client)
     }
 }
 
@@ -265,7 +268,7 @@ impl Client {
         Ok(Client {
             shared: Arc::new(Shared {
                 builder,
-                current: Mutex::new(ProcessBound::new(client)),
+                current: PerProcess::new(client),
                 closed: AtomicBool::new(false),
             }),
         })
@@ -295,7 +298,7 @@ impl Client {
             shared: self.shared.clone(),
             name: name.to_owned(),
             mode,
-            cached: Mutex::new(ProcessBound::new(lock)),
+            cached: PerProcess::new(lock),
         })
     }
 
@@ -312,8 +315,7 @@ impl Client {
     /// Closes the client (see [`crate::Client::close`]); later calls fail with `Closed`.
     pub fn close(&self) {
         self.shared.closed.store(true, Ordering::SeqCst);
-        let current = self.shared.current.lock().unwrap();
-        if current.is_ours() {
+        if let Some(current) = &*self.shared.current.slot().lock().unwrap() {
             current.close();
         }
     }
@@ -351,23 +353,24 @@ pub struct Lock {
     shared: Arc<Shared>,
     name: String,
     mode: Mode,
-    cached: Mutex<ProcessBound<crate::Lock>>,
+    cached: PerProcess<crate::Lock>,
 }
 
 impl Lock {
     fn current(&self) -> Result<crate::Lock> {
         let client = self.shared.client()?;
-        let mut cached = self.cached.lock().unwrap();
-        if !cached.is_ours() {
-            let rw = client.read_write_lock(&self.name)?;
-            let fresh = if self.mode == Mode::Read {
-                rw.read()
-            } else {
-                rw.write()
-            };
-            *cached = ProcessBound::new(fresh);
+        let mut cached = self.cached.slot().lock().unwrap();
+        if let Some(lock) = &*cached {
+            return Ok(lock.clone());
         }
-        Ok(crate::Lock::clone(&cached))
+        let rw = client.read_write_lock(&self.name)?;
+        let fresh = if self.mode == Mode::Read {
+            rw.read()
+        } else {
+            rw.write()
+        };
+        *cached = Some(fresh.clone());
+        Ok(fresh)
     }
 
     pub fn name(&self) -> &str {
