@@ -13,7 +13,10 @@
  * - durations are milliseconds in int64_t: wait_ms 0 = try once, RL_WAIT_FOREVER (-1) = no
  *   limit; lease_ms RL_LEASE_WATCHDOG (-1) = renewed by the watchdog until released;
  * - calls block the calling thread and are safe from any thread; every Redis call is bounded
- *   by the client's command timeout. A waiting acquire can be cancelled with an rl_cancel.
+ *   by the client's command timeout. A waiting acquire can be cancelled with an rl_cancel;
+ * - fork(): a child may use the handles it inherited (its clients reconnect on first use), even
+ *   when other threads were inside calls at the fork; the parent's connections, waits and
+ *   watchdog stay the parent's.
  *
  * See bindings/c/README.md for building, linking and an example.
  */

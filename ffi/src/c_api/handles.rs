@@ -149,6 +149,7 @@ impl<T: Clone> Table<T> {
 
     /// Stores `value` and returns its new id.
     pub(crate) fn insert(&self, value: T) -> u64 {
+        crate::fork_safety::register();
         let serial = NEXT_SERIAL.fetch_add(1, Ordering::Relaxed) & SERIAL_MASK;
         let id = MAGIC | (self.kind as u64) << KIND_SHIFT | serial;
         self.entries
@@ -161,6 +162,7 @@ impl<T: Clone> Table<T> {
     /// The object `id` names (a clone: cheap, every stored type is reference counted).
     pub(crate) fn get(&self, id: u64) -> FfiResult<T> {
         self.check_id(id)?;
+        crate::fork_safety::register();
         self.entries
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -186,6 +188,14 @@ impl<T: Clone> Table<T> {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id)
             .ok_or_else(|| self.gone(id))
+    }
+
+    /// This table, locked for writing until the box is dropped (see `crate::fork_safety`).
+    pub(crate) fn lock_for_fork(&'static self) -> Box<dyn std::any::Any>
+    where
+        T: 'static,
+    {
+        Box::new(self.entries.write().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Live objects of this kind (for leak checks in tests).

@@ -49,6 +49,19 @@ mod pending;
 mod diagnostics;
 mod inspect;
 
+/// Every table and string registry, locked in one order (see `crate::fork_safety`).
+pub(crate) fn lock_every_table(held: &mut Vec<Box<dyn std::any::Any>>) {
+    held.push(options::OPTIONS.lock_for_fork());
+    held.push(client::CLIENTS.lock_for_fork());
+    held.push(owner::OWNERS.lock_for_fork());
+    held.push(lock::RWLOCKS.lock_for_fork());
+    held.push(lock::LOCKS.lock_for_fork());
+    held.push(hold::HOLDS.lock_for_fork());
+    held.push(cancel::CANCELS.lock_for_fork());
+    held.push(pending::PENDING.lock_for_fork());
+    held.extend(strings::lock_for_fork());
+}
+
 pub use args::{RL_LEASE_WATCHDOG, RL_MAX_NAME_LEN, RL_MAX_TOKEN_LEN, RL_WAIT_FOREVER};
 pub use callbacks::{rl_contention_alert, rl_contention_fn, rl_lock_lost_event, rl_lock_lost_fn};
 pub use cancel::*;

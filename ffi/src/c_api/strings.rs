@@ -30,7 +30,16 @@ pub(crate) fn to_c_message(text: &str) -> *mut c_char {
     to_c_in(&MESSAGES, text)
 }
 
+/// Both registries, locked until the boxes are dropped (see `crate::fork_safety`).
+pub(crate) fn lock_for_fork() -> [Box<dyn std::any::Any>; 2] {
+    [
+        Box::new(LIVE.lock().unwrap_or_else(PoisonError::into_inner)),
+        Box::new(MESSAGES.lock().unwrap_or_else(PoisonError::into_inner)),
+    ]
+}
+
 fn to_c_in(registry: &Mutex<HashSet<usize>>, text: &str) -> *mut c_char {
+    crate::fork_safety::register();
     let owned = CString::new(text).unwrap_or_else(|_| {
         CString::new(text.replace('\0', "\u{FFFD}")).expect("no NUL bytes left")
     });

@@ -28,7 +28,7 @@ pub struct NativeLock {
 }
 
 /// Every live `NativeLock` by id, for the hot calls in `fast`.
-static LOCKS: Registry<NativeLock> = Registry::new();
+pub(crate) static LOCKS: Registry<NativeLock> = Registry::new();
 
 thread_local! {
     /// The ticket of the last sync acquire that handed this thread a hold (0: none).

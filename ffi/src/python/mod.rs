@@ -63,3 +63,11 @@ where
         .await
         .unwrap_or_else(|_| Err(NativeError::internal("the lock operation was aborted")))
 }
+
+/// Every registry, locked in one order (see `crate::fork_safety`).
+pub(crate) fn lock_every_registry(held: &mut Vec<Box<dyn std::any::Any>>) {
+    held.push(owner::OWNERS.lock_for_fork());
+    held.push(lock::LOCKS.lock_for_fork());
+    held.push(polled::LOOPS.lock_for_fork());
+    held.push(polled::CALLS.lock_for_fork());
+}

@@ -22,7 +22,7 @@ pub struct NativeOwner {
 }
 
 /// Every live `NativeOwner` by id.
-static OWNERS: Registry<NativeOwner> = Registry::new();
+pub(crate) static OWNERS: Registry<NativeOwner> = Registry::new();
 
 impl NativeOwner {
     fn register(owner: Owner, label: String) -> Arc<Self> {

@@ -33,10 +33,10 @@ enum Kind {
 }
 
 /// Every call Python has started and not ended, by id.
-static CALLS: Table<PolledCall> = Table::new();
+pub(crate) static CALLS: Table<PolledCall> = Table::new();
 
 /// Every event loop's wake-ups, by id, until Python frees them.
-static LOOPS: Table<LoopWakeups> = Table::new();
+pub(crate) static LOOPS: Table<LoopWakeups> = Table::new();
 
 /// Makes the wake-ups of one event loop; returns their id.
 pub(crate) fn new_loop() -> Result<u64, NativeError> {

@@ -40,7 +40,16 @@ impl<T> Registry<T> {
         self.live().remove(&id);
     }
 
+    /// Locked until the box is dropped (see `crate::fork_safety`).
+    pub(crate) fn lock_for_fork(&'static self) -> Box<dyn std::any::Any>
+    where
+        T: 'static,
+    {
+        Box::new(self.live())
+    }
+
     fn live(&self) -> MutexGuard<'_, BTreeMap<u64, Weak<T>>> {
+        crate::fork_safety::register();
         // Poison-tolerant: a panic elsewhere must not make every later call fail.
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -77,7 +86,16 @@ impl<T> Table<T> {
         self.live().remove(&id)
     }
 
+    /// Locked until the box is dropped (see `crate::fork_safety`).
+    pub(crate) fn lock_for_fork(&'static self) -> Box<dyn std::any::Any>
+    where
+        T: 'static,
+    {
+        Box::new(self.live())
+    }
+
     fn live(&self) -> MutexGuard<'_, BTreeMap<u64, Arc<T>>> {
+        crate::fork_safety::register();
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
