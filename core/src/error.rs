@@ -27,10 +27,12 @@ pub enum Error {
     /// A reader asked for the write lock while still reading; this would deadlock, so it fails at once.
     #[error("cannot upgrade a read hold to a write hold; release the read hold first")]
     UpgradeNotAllowed,
-    /// Redis could not be reached, did not answer in time, or refused the credentials / TLS.
+    /// Redis could not be reached, did not answer in time, or refused the credentials / TLS
+    /// (including a password it started to require while the client was connected).
     #[error("connection error: {0}")]
     Connection(String),
-    /// Redis answered with an error.
+    /// Redis answered with an error; the message is Redis' own line, code first
+    /// (`READONLY You can't write against a read only replica.`).
     #[error("redis error: {0}")]
     Redis(String),
     /// The client was closed.
