@@ -32,27 +32,51 @@ const CHILD_LIMIT: Duration = Duration::from_secs(10);
 
 #[test]
 fn fork_while_other_threads_are_inside_blocking_calls() {
+    in_own_process(
+        "fork_while_other_threads_are_inside_blocking_calls",
+        scenario,
+    );
+}
+
+/// Runs `scenario` in a subprocess of this test binary (only the test `name` runs there), so
+/// that the test harness' own threads are never forked; the test fails if it does.
+fn in_own_process(name: &str, scenario: fn()) {
     if std::env::var_os("REDLOCK_FORK_SCENARIO").is_some() {
         scenario();
         return;
     }
     let server = RedisServer::start();
     let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "fork_while_other_threads_are_inside_blocking_calls",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
         .env("REDLOCK_FORK_SCENARIO", "1")
         .env("REDLOCK_FORK_URL", server.url())
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}");
-    eprintln!("{stderr}");
+    println!("{}", String::from_utf8_lossy(&out.stdout));
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "scenario failed: {:?}", out.status);
+}
+
+/// Waits up to `limit` for child `pid`: its exit status, or None when it had to be killed.
+fn wait_or_kill(pid: i32, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    let mut status = 0;
+    while Instant::now() < deadline {
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } != 0 {
+            return Some(std::process::ExitStatus::from_raw(status));
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    None
+}
+
+/// Kills a child that `wait_or_kill` gave up on (after its stacks were shown).
+fn kill(pid: i32) {
+    let mut status = 0;
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, &mut status, 0);
+    }
 }
 
 fn dump_stacks(pid: i32) {
@@ -241,16 +265,7 @@ fn scenario() {
             libc::close(fds[1]);
             libc::fcntl(fds[0], libc::F_SETFL, libc::O_NONBLOCK);
         }
-        let deadline = Instant::now() + CHILD_LIMIT;
-        let mut status = 0;
-        let mut done = 0;
-        while Instant::now() < deadline {
-            done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            if done != 0 {
-                break;
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
+        let exited = wait_or_kill(pid, CHILD_LIMIT);
         let mut buf = [0u8; 16];
         let n = unsafe { libc::read(fds[0], buf.as_mut_ptr() as *mut libc::c_void, 16) };
         let last = if n > 0 {
@@ -258,28 +273,26 @@ fn scenario() {
         } else {
             0
         };
-        if done == 0 {
-            hangs += 1;
-            eprintln!(
-                "fork {f}: child {pid} hung in step \"{}\"; its threads:",
-                STEPS[last]
-            );
-            if hangs <= 2 {
-                dump_stacks(pid);
+        match exited {
+            None => {
+                hangs += 1;
+                eprintln!(
+                    "fork {f}: child {pid} hung in step \"{}\"; its threads:",
+                    STEPS[last]
+                );
+                if hangs <= 2 {
+                    dump_stacks(pid);
+                }
+                kill(pid);
             }
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-        } else {
-            let st = std::process::ExitStatus::from_raw(status);
-            if !st.success() {
+            Some(status) if !status.success() => {
                 bad += 1;
                 eprintln!(
-                    "fork {f}: child failed ({st:?}) in step \"{}\"",
+                    "fork {f}: child failed ({status:?}) in step \"{}\"",
                     STEPS[last]
                 );
             }
+            Some(_) => {}
         }
         unsafe { libc::close(fds[0]) };
     }
@@ -310,25 +323,10 @@ fn scenario() {
 /// child makes one call on the inherited client.
 #[test]
 fn fork_while_threads_are_inside_calls_that_need_no_redis() {
-    if std::env::var_os("REDLOCK_FORK_SCENARIO").is_some() {
-        local_calls_scenario();
-        return;
-    }
-    let server = RedisServer::start();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "fork_while_threads_are_inside_calls_that_need_no_redis",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("REDLOCK_FORK_SCENARIO", "1")
-        .env("REDLOCK_FORK_URL", server.url())
-        .output()
-        .unwrap();
-    println!("{}", String::from_utf8_lossy(&out.stdout));
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "scenario failed: {:?}", out.status);
+    in_own_process(
+        "fork_while_threads_are_inside_calls_that_need_no_redis",
+        local_calls_scenario,
+    );
 }
 
 fn local_calls_scenario() {
@@ -362,28 +360,17 @@ fn local_calls_scenario() {
             };
             unsafe { libc::_exit(code) };
         }
-        let deadline = Instant::now() + Duration::from_secs(3);
-        let mut status = 0;
-        let mut done = 0;
-        while Instant::now() < deadline {
-            done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            if done != 0 {
-                break;
+        match wait_or_kill(pid, Duration::from_secs(3)) {
+            None => {
+                hangs += 1;
+                if hangs == 1 {
+                    eprintln!("fork {f}: child {pid} hung in its first call; its threads:");
+                    dump_stacks(pid);
+                }
+                kill(pid);
             }
-            thread::sleep(Duration::from_millis(5));
-        }
-        if done == 0 {
-            hangs += 1;
-            if hangs == 1 {
-                eprintln!("fork {f}: child {pid} hung in its first call; its threads:");
-                dump_stacks(pid);
-            }
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-        } else if !std::process::ExitStatus::from_raw(status).success() {
-            bad += 1;
+            Some(status) if !status.success() => bad += 1,
+            Some(_) => {}
         }
     }
     stop.store(true, Ordering::Relaxed);
