@@ -56,6 +56,7 @@ func startRedis() (stop func(), err error) {
 	}
 	cmd := exec.Command(binary, "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir)
+	dieWithTests(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%v (install it with scripts/setup.sh)", err)
 	}
