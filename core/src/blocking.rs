@@ -29,12 +29,13 @@ use crate::owner::Owner;
 pub use tokio_util::sync::CancellationToken as CancelToken;
 
 pub mod pending;
-mod per_process;
+#[doc(hidden)]
+pub mod per_process;
 pub mod polled;
 #[cfg(target_os = "linux")]
 mod watch;
 pub use pending::{PendingAcquire, Started};
-use per_process::PerProcess;
+pub use per_process::PerProcess;
 pub use polled::Polled;
 
 struct ProcessRuntime {
@@ -81,6 +82,13 @@ fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> &'static Runtime {
             unsafe { &(*winner).runtime }
         }
     }
+}
+
+/// Registers the library's own `fork()` handler (the process id cache): for a library's load-time
+/// constructor, before any thread can call in, so that no fork can copy its `Once` half-run.
+#[doc(hidden)]
+pub fn prepare_for_fork_at_load() {
+    let _ = crate::inspect::process_id();
 }
 
 /// Stops this process's runtime without waiting for its threads (they end once their current

@@ -5,7 +5,7 @@
 //! lookups first) and lets go of them on both sides just after.
 
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::sync::Once;
 
 unsafe extern "C" {
@@ -17,8 +17,10 @@ unsafe extern "C" {
 }
 
 thread_local! {
-    /// The guards the forking thread holds across `fork()`.
-    static HELD: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+    /// The guards the forking thread holds across `fork()` (a leaked box meanwhile). A plain
+    /// pointer: no destructor, so it is still usable on a thread whose thread-locals are being
+    /// destroyed (a fork from a pthread key destructor; `with` would panic there, an abort).
+    static HELD: Cell<*mut Vec<Box<dyn Any>>> = const { Cell::new(std::ptr::null_mut()) };
 }
 
 /// Installs the handlers (once per process; called before any table is used).
@@ -30,16 +32,34 @@ pub(crate) fn register() {
     });
 }
 
+/// Runs when the library is loaded (before `dlopen` returns, so before any thread can call in):
+/// registering on first use ran `Once`s that a `fork()` by another thread could copy half-run
+/// into a child, whose first call then waited for them forever.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static REGISTER_AT_LOAD: extern "C" fn() = {
+    extern "C" fn at_load() {
+        register();
+        redlock_core::blocking::prepare_for_fork_at_load();
+    }
+    at_load
+};
+
 unsafe extern "C" fn prepare() {
-    HELD.with(|held| {
-        let mut held = held.borrow_mut();
-        #[cfg(feature = "c-api")]
-        crate::c_api::lock_every_table(&mut held);
-        #[cfg(feature = "python")]
-        crate::python::lock_every_registry(&mut held);
-    });
+    #[allow(unused_mut)]
+    let mut held = Vec::new();
+    #[cfg(feature = "c-api")]
+    crate::c_api::lock_every_table(&mut held);
+    #[cfg(feature = "python")]
+    crate::python::lock_every_registry(&mut held);
+    HELD.set(Box::into_raw(Box::new(held)));
 }
 
 unsafe extern "C" fn release() {
-    HELD.with(|held| held.borrow_mut().clear());
+    let held = HELD.replace(std::ptr::null_mut());
+    if !held.is_null() {
+        // SAFETY: made by Box::into_raw in `prepare` on this thread, taken out once.
+        drop(unsafe { Box::from_raw(held) });
+    }
 }

@@ -12,7 +12,14 @@ static const test_case *const suites[] = {exclusive_tests, rwlock_tests,    leas
                                           pending_tests,   lifecycle_tests, conformance_tests,
                                           fork_tests};
 
+/* tests/test_fork.c: fork tests that need a fresh process run these in an exec of this program. */
+int fork_first_call_trial(unsigned delay);
+int fork_at_thread_end_run(void);
+
 int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "--fork-first-call") == 0)
+        return fork_first_call_trial((unsigned)atoi(argv[2]));
+    if (argc > 1 && strcmp(argv[1], "--fork-at-thread-end") == 0) return fork_at_thread_end_run();
     /* An optional argument runs only the tests whose name contains it; REDLOCK_TEST_SKIP in the
      * environment skips those whose name contains its value. */
     const char *only = argc > 1 ? argv[1] : NULL;

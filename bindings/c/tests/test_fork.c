@@ -328,8 +328,205 @@ done:
     rl_error_free(&err);
 }
 
+/* Waits up to limit_ms for child pid; true when it exited with status 0. A child still running
+ * then is killed (and reported as hung). */
+static bool child_ends_well(pid_t pid, int64_t limit_ms, const char *what) {
+    int64_t deadline = now_ms() + limit_ms;
+    int status = 0;
+    pid_t done = 0;
+    while ((done = waitpid(pid, &status, WNOHANG)) == 0 && now_ms() < deadline) sleep_ms(5);
+    if (done == 0) {
+        fprintf(stderr, "%s: child %d hung\n", what, (int)pid);
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return false;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "%s: child %d ended with status %#x\n", what, (int)pid, status);
+        return false;
+    }
+    return true;
+}
+
+/* fork() while a library thread runs one of the client's C callbacks (a contention alert that
+ * takes a moment): the child's first call, closing the inherited client, must not wait for the
+ * parent's callback, which does not run in the child. */
+static atomic_int callback_running, callback_may_end;
+
+static void slow_contention_alert(void *user_data, const rl_contention_alert *alert) {
+    (void)user_data;
+    (void)alert;
+    atomic_store(&callback_running, 1);
+    while (!atomic_load(&callback_may_end)) sleep_ms(1);
+}
+
+typedef struct waiting_acquire {
+    rl_lock lock;
+    rl_owner owner;
+} waiting_acquire;
+
+static void *wait_for_the_lock(void *arg) {
+    waiting_acquire *w = arg;
+    rl_acquired got = {0};
+    rl_lock_acquire(w->lock, w->owner, 3000, 5000, &got, NULL);
+    return NULL;
+}
+
+static void fork_while_a_callback_runs(void) {
+    rl_error err = {0};
+    rl_options options = {0};
+    rl_client client = {0};
+    rl_owner holder = {0};
+    waiting_acquire waiter = {0};
+    pthread_t thread;
+    bool started = false;
+    atomic_store(&callback_running, 0);
+    atomic_store(&callback_may_end, 0);
+    TRY(rl_options_new(&options, &err), &err);
+    TRY(rl_options_set_contention_alert(options, -1, 1, &err), &err);
+    TRY(rl_options_set_on_contention(options, slow_contention_alert, NULL, &err), &err);
+    TRY(rl_client_connect(redis_url(), options, &client, &err), &err);
+    TRY(rl_client_lock(client, unique_name("fork-callback"), &waiter.lock, &err), &err);
+    TRY(rl_owner_random(&holder, &err), &err);
+    TRY(rl_owner_random(&waiter.owner, &err), &err);
+    rl_acquired got = {0};
+    TRY(rl_lock_acquire(waiter.lock, holder, 0, 10000, &got, &err), &err);
+    REQUIRE(pthread_create(&thread, NULL, wait_for_the_lock, &waiter) == 0);
+    started = true;
+    int64_t deadline = now_ms() + 5000;
+    while (!atomic_load(&callback_running) && now_ms() < deadline) sleep_ms(1);
+    REQUIRE(atomic_load(&callback_running));
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) _exit(rl_client_close(client, NULL) == RL_OK ? 0 : 1);
+    bool closed = child_ends_well(pid, 3000, "closing the inherited client");
+    atomic_store(&callback_may_end, 1);
+    CHECK(closed);
+done:
+    atomic_store(&callback_may_end, 1);
+    if (started) pthread_join(thread, NULL);
+    rl_lock_release(waiter.lock, holder, NULL, NULL);
+    rl_lock_free(&waiter.lock, NULL);
+    rl_owner_free(&holder, NULL);
+    rl_owner_free(&waiter.owner, NULL);
+    rl_client_free(&client, NULL);
+    rl_options_free(&options, NULL);
+    rl_error_free(&err);
+}
+
+/* fork() from a thread that is ending (a pthread key destructor, after the thread's Rust
+ * thread-locals are gone), in a process that uses the library: the process goes on. */
+static pthread_key_t fork_at_thread_end_key;
+
+static void fork_and_reap(void) {
+    pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    if (pid > 0) waitpid(pid, NULL, 0);
+}
+
+static void fork_at_thread_end(void *value) {
+    (void)value;
+    fork_and_reap();
+}
+
+static void *fork_then_end(void *arg) {
+    (void)arg;
+    fork_and_reap(); /* this thread's own state for forks is made here */
+    pthread_setspecific(fork_at_thread_end_key, (void *)1);
+    return NULL;
+}
+
+/* One run of fork_from_a_thread_that_is_ending, in a fresh exec of this program (main.c:
+ * --fork-at-thread-end): the process uses the library, then a thread forks and ends. */
+int fork_at_thread_end_run(void);
+
+int fork_at_thread_end_run(void) {
+    rl_options options = {0};
+    if (rl_options_new(&options, NULL) != RL_OK) return 2;
+    pthread_t thread;
+    if (pthread_key_create(&fork_at_thread_end_key, fork_at_thread_end) != 0) return 3;
+    if (pthread_create(&thread, NULL, fork_then_end, NULL) != 0) return 4;
+    pthread_join(thread, NULL);
+    rl_options_free(&options, NULL);
+    return 0;
+}
+
+static void fork_from_a_thread_that_is_ending(void) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        execl("/proc/self/exe", "redlock_test", "--fork-at-thread-end", (char *)NULL);
+        _exit(5);
+    }
+    CHECK(child_ends_well(pid, 10000, "a fork from a pthread key destructor"));
+}
+
+/* fork() while another thread makes a process's first library call: each trial is a fresh exec
+ * of this program (main.c: --fork-first-call DELAY), which forks at a varying moment while a
+ * thread makes its first call; the grandchild's own first call must not hang. */
+int fork_first_call_trial(unsigned delay);
+
+static atomic_int first_call_go;
+
+static void *make_the_first_call(void *arg) {
+    (void)arg;
+    while (!atomic_load(&first_call_go)) {
+    }
+    rl_options options = {0};
+    if (rl_options_new(&options, NULL) != RL_OK) abort();
+    rl_options_free(&options, NULL);
+    return NULL;
+}
+
+int fork_first_call_trial(unsigned delay) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, make_the_first_call, NULL) != 0) return 3;
+    atomic_store(&first_call_go, 1);
+    for (volatile unsigned i = 0; i < delay; i++) {
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(3);
+        rl_options options = {0};
+        _exit(rl_options_new(&options, NULL) == RL_OK ? 0 : 2);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    pthread_join(thread, NULL);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) return 1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 2;
+}
+
+static void fork_during_a_process_first_call(void) {
+    enum { TRIALS = 1000 };
+    int hung = 0, other = 0;
+    srand(12345);
+    for (int i = 0; i < TRIALS; i++) {
+        char delay[16];
+        snprintf(delay, sizeof delay, "%d", rand() % 20000);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            execl("/proc/self/exe", "redlock_test", "--fork-first-call", delay, (char *)NULL);
+            _exit(4);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 5;
+        if (code == 1) hung++;
+        else if (code != 0) other++;
+    }
+    fprintf(stderr, "trials: %d, hung grandchildren: %d, other failures: %d\n", TRIALS, hung,
+            other);
+    CHECK(hung == 0);
+    CHECK(other == 0);
+}
+
 const test_case fork_tests[] = {
     {"fork_while_other_threads_are_inside_calls", fork_while_other_threads_are_inside_calls},
     {"fork_while_threads_look_up_handles", fork_while_threads_look_up_handles},
+    {"fork_while_a_callback_runs", fork_while_a_callback_runs},
+    {"fork_from_a_thread_that_is_ending", fork_from_a_thread_that_is_ending},
+    {"fork_during_a_process_first_call", fork_during_a_process_first_call},
     {NULL, NULL},
 };

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 /// and its value must not be dropped there: its destructor would act on the parent's runtime (a
 /// tokio socket deregisters itself from the epoll instance parent and child share, and the
 /// parent then never hears its replies). The parent's slot is leaked in the child.
-pub(super) struct PerProcess<T> {
+pub struct PerProcess<T> {
     current: AtomicPtr<Slot<T>>,
 }
 
@@ -19,14 +19,14 @@ struct Slot<T> {
 }
 
 impl<T> PerProcess<T> {
-    pub(super) fn new(value: T) -> Self {
+    pub fn new(value: T) -> Self {
         PerProcess {
             current: AtomicPtr::new(Slot::leaked(Some(value))),
         }
     }
 
     /// This process' slot: `None` in a child until it puts its own value there.
-    pub(super) fn slot(&self) -> &Mutex<Option<T>> {
+    pub fn slot(&self) -> &Mutex<Option<T>> {
         let pid = crate::inspect::process_id();
         let current = self.current.load(Ordering::Acquire);
         // SAFETY: slots come from Box::into_raw and are freed only when `self` is dropped.

@@ -9,7 +9,7 @@
 use std::cell::Cell;
 use std::ffi::{CString, c_char, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 use redlock_core::{ContentionAlert, LockLostEvent};
 
@@ -71,15 +71,28 @@ thread_local! {
 }
 
 /// Lets callbacks run until the client is closed, and makes closing wait for a running one.
-#[derive(Default)]
 pub(crate) struct CallbackGate {
     closed: AtomicBool,
-    running: Mutex<()>,
+    /// Per process: a child must not inherit it locked by a parent's callback thread.
+    running: redlock_core::blocking::PerProcess<()>,
+}
+
+impl Default for CallbackGate {
+    fn default() -> Self {
+        CallbackGate {
+            closed: AtomicBool::new(false),
+            running: redlock_core::blocking::PerProcess::new(()),
+        }
+    }
 }
 
 impl CallbackGate {
     fn run(&self, callback: impl FnOnce()) {
-        let _running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let _running = self
+            .running
+            .slot()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
@@ -94,7 +107,12 @@ impl CallbackGate {
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         if IN_CALLBACK_OF.get() != self.address() {
-            drop(self.running.lock().unwrap_or_else(PoisonError::into_inner));
+            drop(
+                self.running
+                    .slot()
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
         }
     }
 
