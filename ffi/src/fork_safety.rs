@@ -23,8 +23,16 @@ thread_local! {
     static HELD: Cell<*mut Vec<Box<dyn Any>>> = const { Cell::new(std::ptr::null_mut()) };
 }
 
-/// Installs the handlers (once per process; called before any table is used).
-pub(crate) fn register() {
+/// Called before a table is used. On Linux the handlers were installed when the library was
+/// loaded (below), so this is nothing there; elsewhere they are installed on first use.
+#[inline(always)]
+pub(crate) fn before_table_use() {
+    #[cfg(not(target_os = "linux"))]
+    register();
+}
+
+/// Installs the handlers (once per process).
+fn register() {
     static ONCE: Once = Once::new();
     // SAFETY: the handlers only lock and unlock this library's tables.
     ONCE.call_once(|| unsafe {

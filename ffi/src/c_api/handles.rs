@@ -149,7 +149,7 @@ impl<T: Clone> Table<T> {
 
     /// Stores `value` and returns its new id.
     pub(crate) fn insert(&self, value: T) -> u64 {
-        crate::fork_safety::register();
+        crate::fork_safety::before_table_use();
         let serial = NEXT_SERIAL.fetch_add(1, Ordering::Relaxed) & SERIAL_MASK;
         let id = MAGIC | (self.kind as u64) << KIND_SHIFT | serial;
         self.entries
@@ -162,7 +162,7 @@ impl<T: Clone> Table<T> {
     /// The object `id` names (a clone: cheap, every stored type is reference counted).
     pub(crate) fn get(&self, id: u64) -> FfiResult<T> {
         self.check_id(id)?;
-        crate::fork_safety::register();
+        crate::fork_safety::before_table_use();
         self.entries
             .read()
             .unwrap_or_else(PoisonError::into_inner)

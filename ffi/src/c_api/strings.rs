@@ -39,7 +39,7 @@ pub(crate) fn lock_for_fork() -> [Box<dyn std::any::Any>; 2] {
 }
 
 fn to_c_in(registry: &Mutex<HashSet<usize>>, text: &str) -> *mut c_char {
-    crate::fork_safety::register();
+    crate::fork_safety::before_table_use();
     let owned = CString::new(text).unwrap_or_else(|_| {
         CString::new(text.replace('\0', "\u{FFFD}")).expect("no NUL bytes left")
     });

@@ -49,7 +49,7 @@ impl<T> Registry<T> {
     }
 
     fn live(&self) -> MutexGuard<'_, BTreeMap<u64, Weak<T>>> {
-        crate::fork_safety::register();
+        crate::fork_safety::before_table_use();
         // Poison-tolerant: a panic elsewhere must not make every later call fail.
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -95,7 +95,7 @@ impl<T> Table<T> {
     }
 
     fn live(&self) -> MutexGuard<'_, BTreeMap<u64, Arc<T>>> {
-        crate::fork_safety::register();
+        crate::fork_safety::before_table_use();
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
