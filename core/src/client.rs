@@ -26,8 +26,11 @@ pub use crate::config::Config;
 pub const MAX_LEASE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// A connection to one Redis server for taking locks. Cheap to clone; all clones share the
-/// connections, the watchdog and the waiter queues. Must be created inside a tokio runtime
-/// (or use [`crate::blocking::Client`]).
+/// connections, the watchdog and the waiter queues. Its calls are made inside a tokio runtime
+/// (or use [`crate::blocking::Client`]), but it is bound to none: it may outlive the runtime
+/// it was made in and be used from any other. Its own work (the watchdog, the pub/sub
+/// connection, tidy-ups) runs on the library's runtime (two threads, started on first use),
+/// so a caller's runtime that ends or is kept busy stops no renewal.
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<ClientInner>,
@@ -167,13 +170,19 @@ impl ClientBuilder {
             .set_response_timeout(None)
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(500));
-        let connection = tokio::time::timeout(
+        // Made on the process's runtime, where its connection's driver task outlives the
+        // caller's runtime (see `background`).
+        let made = crate::background::spawn(tokio::time::timeout(
             config.connect_timeout,
             ConnectionManager::new_with_config(redis.clone(), manager_config.clone()),
-        )
+        ))
         .await
-        .map_err(|_| Error::Connection(format!("connecting to {} timed out", redact(&config.url))))?
-        .map_err(|e| Error::Connection(format!("{}: {e}", redact(&config.url))))?;
+        .map_err(|e| Error::Connection(format!("connecting to {}: {e}", redact(&config.url))))?;
+        let connection = made
+            .map_err(|_| {
+                Error::Connection(format!("connecting to {} timed out", redact(&config.url)))
+            })?
+            .map_err(|e| Error::Connection(format!("{}: {e}", redact(&config.url))))?;
         // Connected is not yet accepted: a server that wants a password none was given for
         // answers every command with NOAUTH. Found here, it is a connect error.
         let mut probe = connection.clone();
@@ -221,9 +230,9 @@ impl ClientBuilder {
         });
         if inner.config.watchdog {
             let period = (inner.config.lease / 3).max(Duration::from_millis(10));
-            tokio::spawn(watchdog::run(Arc::downgrade(&inner), period));
+            crate::background::spawn(watchdog::run(Arc::downgrade(&inner), period));
         }
-        tokio::spawn(crate::keepalive::run(
+        crate::background::spawn(crate::keepalive::run(
             Arc::downgrade(&inner),
             inner.config.ping_interval,
         ));

@@ -86,6 +86,7 @@
 //! # Ok(()) }
 //! ```
 
+mod background;
 pub mod blocking;
 mod client;
 mod config;

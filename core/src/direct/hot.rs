@@ -156,7 +156,7 @@ impl HotConnections {
         self: &Arc<Self>,
         shared: impl FnOnce() -> Result<ConnectionManager, E>,
     ) -> Result<HotConnection, E> {
-        let idle = self.idle.lock().unwrap().pop();
+        let idle = self.idle_of_this_runtime();
         match idle {
             Some(wire) if wire.is_alive() => Ok(HotConnection::Direct(PooledWire {
                 generation: self.generation.load(Ordering::Acquire),
@@ -177,6 +177,23 @@ impl HotConnections {
                 shared().map(|shared| HotConnection::Suspect(shared, self.clone()))
             }
         }
+    }
+
+    /// An idle connection of the caller's runtime. A socket is served by the reactor of the
+    /// runtime it was opened in, and fails every call once that runtime has ended: a client
+    /// used from several runtimes (one per worker thread, or a short-lived one) keeps sockets
+    /// of each, and one of another runtime is closed only to make room, when the pool is full.
+    fn idle_of_this_runtime(&self) -> Option<AsyncWire> {
+        let here = tokio::runtime::Handle::try_current().ok()?.id();
+        let mut idle = self.idle.lock().unwrap();
+        if let Some(at) = idle.iter().rposition(|wire| wire.runtime == here) {
+            return Some(idle.swap_remove(at));
+        }
+        if !idle.is_empty() && self.live.load(Ordering::Acquire) >= self.max_live {
+            drop(idle.remove(0));
+            self.live.fetch_sub(1, Ordering::AcqRel);
+        }
+        None
     }
 
     /// A call on the multiplexed connection failed on I/O (see `shared_suspect`).
@@ -317,6 +334,8 @@ pub(crate) struct AsyncWire {
     replies: ReplyBuffer,
     /// No reply is outstanding and nothing unparsed is left: the next call's reply is its own.
     in_step: bool,
+    /// The runtime whose reactor serves the socket.
+    runtime: tokio::runtime::Id,
 }
 
 impl AsyncWire {
@@ -340,6 +359,7 @@ impl AsyncWire {
             out: Vec::with_capacity(512),
             replies: ReplyBuffer::new(),
             in_step: true,
+            runtime: tokio::runtime::Handle::current().id(),
         })
     }
 

@@ -132,7 +132,7 @@ impl Lock {
             // promises its waiters, and the hold is given back (no watchdog would keep it).
             let undo = Undo::new(self, owner.token(), &waiter, 0, lease_ms);
             let ticket = self.tidy_ticket(owner.token());
-            tokio::spawn(async move {
+            crate::background::spawn(async move {
                 undo.give_back(fence).await;
                 drop(ticket);
             });
@@ -525,9 +525,6 @@ struct Announcement<'a> {
     owner: &'a Owner,
     waiter: &'a str,
     armed: bool,
-    /// The runtime the acquire runs on: the future may be dropped by a thread outside it (as
-    /// `InFlightAttempt` keeps its own for the same reason).
-    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl<'a> Announcement<'a> {
@@ -537,7 +534,6 @@ impl<'a> Announcement<'a> {
             owner,
             waiter,
             armed: false,
-            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -561,13 +557,13 @@ impl Drop for Announcement<'_> {
             let lock = self.lock.clone();
             let token = self.owner.token().to_owned();
             let waiter = self.waiter.to_owned();
-            if let Some(runtime) = &self.runtime {
-                let ticket = lock.tidy_ticket(&token);
-                runtime.spawn(async move {
-                    let _ = withdraw(&lock, &token, &waiter).await;
-                    drop(ticket);
-                });
-            }
+            // Not on the caller's runtime: this drop may be that runtime's shutdown, which
+            // runs no task spawned now (see `background`).
+            let ticket = lock.tidy_ticket(&token);
+            crate::background::spawn(async move {
+                let _ = withdraw(&lock, &token, &waiter).await;
+                drop(ticket);
+            });
         }
     }
 }
@@ -587,27 +583,25 @@ pub(super) async fn withdraw(lock: &Lock, token: &str, waiter: &str) -> Result<(
         let config = &lock.client.config;
         let patience = super::LocalLock::late_reply_patience(config, config.lease);
         let pause = config.recheck_interval;
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            // A tidy-up like the first try: the owner's next calls on the name wait for it, so
-            // they never re-enter (or release) a grant made meanwhile to this ended waiter.
-            let ticket = lock.tidy_ticket(&token);
-            runtime.spawn(async move {
-                let _ticket = ticket;
-                let until = Instant::now() + patience;
-                while Instant::now() < until {
-                    tokio::time::sleep(pause).await;
-                    // Closed: nobody hears a grant to this client's waiters any more (see
-                    // grant.lua), and close waits for this ticket.
-                    if lock.client.ensure_open().is_err() {
-                        return;
-                    }
-                    match withdraw_once(&lock, &token, &waiter).await {
-                        Err(Error::Redis(_)) | Err(Error::Connection(_)) => continue,
-                        _ => return,
-                    }
+        // A tidy-up like the first try: the owner's next calls on the name wait for it, so
+        // they never re-enter (or release) a grant made meanwhile to this ended waiter.
+        let ticket = lock.tidy_ticket(&token);
+        crate::background::spawn(async move {
+            let _ticket = ticket;
+            let until = Instant::now() + patience;
+            while Instant::now() < until {
+                tokio::time::sleep(pause).await;
+                // Closed: nobody hears a grant to this client's waiters any more (see
+                // grant.lua), and close waits for this ticket.
+                if lock.client.ensure_open().is_err() {
+                    return;
                 }
-            });
-        }
+                match withdraw_once(&lock, &token, &waiter).await {
+                    Err(Error::Redis(_)) | Err(Error::Connection(_)) => continue,
+                    _ => return,
+                }
+            }
+        });
     }
     first
 }

@@ -48,7 +48,6 @@ pub(super) struct InFlightAttempt {
     /// The command timeout, kept here rather than around the call so the call outlives it.
     deadline: Pin<Box<Sleep>>,
     undo: Undo,
-    runtime: tokio::runtime::Handle,
 }
 
 /// What is needed to undo one attempt whose caller did not hear its reply.
@@ -164,7 +163,6 @@ impl InFlightAttempt {
             call: Some(call),
             deadline: Box::pin(tokio::time::sleep(lock.client.config.command_timeout)),
             undo,
-            runtime: tokio::runtime::Handle::current(),
         }
     }
 
@@ -176,7 +174,7 @@ impl InFlightAttempt {
         let undo = self.undo.clone();
         // Taken now, before the caller hears of the cancellation: the owner's next call waits.
         let ticket = undo.lock.tidy_ticket(&undo.token);
-        self.runtime.spawn(async move {
+        crate::background::spawn(async move {
             let reply = tokio::time::timeout(undo.patience, call)
                 .await
                 .unwrap_or_else(|_| Err(Error::Connection("no reply".into())));
@@ -213,11 +211,8 @@ impl Drop for InFlightAttempt {
 /// Undoes a blocking caller's direct attempt that timed out, whose connection nothing else
 /// uses any more: its late reply is read there and undone like an async attempt's.
 pub(super) fn undo_late_direct(mut connection: DirectConnection, undo: Undo) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
     let ticket = undo.lock.tidy_ticket(&undo.token);
-    runtime.spawn(async move {
+    crate::background::spawn(async move {
         let _ticket = ticket;
         let patience = undo.patience;
         let late = tokio::task::spawn_blocking(move || connection.late(patience)).await;

@@ -33,7 +33,6 @@ pub(super) struct InFlightRelease {
     deadline: Pin<Box<Sleep>>,
     timeout: Duration,
     hearing: Option<Hearing>,
-    runtime: tokio::runtime::Handle,
 }
 
 /// What the reply's verdict needs once the caller has gone.
@@ -77,7 +76,6 @@ impl InFlightRelease {
             call: Some(call),
             deadline: Box::pin(tokio::time::sleep(timeout)),
             timeout,
-            runtime: tokio::runtime::Handle::current(),
             hearing: Some(Hearing {
                 lock: lock.clone(),
                 owner: owner.clone(),
@@ -93,7 +91,7 @@ impl InFlightRelease {
         };
         // Taken now, before the caller hears of it: the owner's next call waits.
         let ticket = hearing.lock.tidy_ticket(hearing.owner.token());
-        self.runtime.spawn(async move {
+        crate::background::spawn(async move {
             let reply = tokio::time::timeout(hearing.patience(), call).await;
             hearing.hear(reply.unwrap_or_else(|_| Err(Error::Connection("no reply".into()))));
             drop(ticket);
@@ -134,16 +132,13 @@ pub(super) fn hear_out_direct(
     owner: &Owner,
     mark: CarriedMark,
 ) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
     let hearing = Hearing {
         lock: lock.clone(),
         owner: owner.clone(),
         mark,
     };
     let ticket = lock.tidy_ticket(owner.token());
-    runtime.spawn(async move {
+    crate::background::spawn(async move {
         let _ticket = ticket;
         let patience = hearing.patience();
         let late = tokio::task::spawn_blocking(move || connection.late(patience)).await;

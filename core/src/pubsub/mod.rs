@@ -307,7 +307,7 @@ impl PubSubHub {
                 linger: self.linger,
                 refusal_logged: Default::default(),
             };
-            tokio::spawn(task.run(rx));
+            crate::background::spawn(task.run(rx));
             tx
         })
     }

@@ -1,0 +1,24 @@
+//! Where a client's own work runs: the watchdog, the keepalive, the pub/sub connection, the
+//! command connection's first driver, and the tidy-ups that cancelled or abandoned calls leave.
+//!
+//! Guarantee: none of it runs on a caller's runtime. A client outlives the runtime it was made
+//! or used in (a `static` client made by the first `#[tokio::test]`, a request's runtime that
+//! ends), and a caller's runtime may be busy in user code for longer than a lease: on either,
+//! a watchdog would stop renewing without a word (and a second owner take the lock), grants
+//! would go unheard, and a waiter's withdrawal would never be sent. All of it runs on the
+//! process's own runtime instead (the one the blocking API uses; see `blocking::runtime`),
+//! started on first use.
+//!
+//! The hot calls themselves (acquire attempts, releases) stay on the caller's runtime, on
+//! sockets of that runtime (see `direct::hot`).
+
+use std::future::Future;
+
+/// Runs `task` on the process's own runtime.
+pub(crate) fn spawn<F>(task: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    crate::blocking::runtime().spawn(task)
+}
