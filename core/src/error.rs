@@ -127,7 +127,11 @@ impl From<redis::RedisError> for Error {
             || err.is_unrecoverable_error()
             || matches!(err.kind(), K::AuthenticationFailed | K::InvalidClientConfig)
             // A server that wants a password none was given for (or one it no longer takes).
-            || matches!(err.code(), Some("NOAUTH" | "WRONGPASS"));
+            || matches!(err.code(), Some("NOAUTH" | "WRONGPASS"))
+            // Sent in place of any reply by a server at `maxclients`, which then closes the
+            // connection: the command never ran (a connection a direct call opened reads it
+            // as its call's reply).
+            || message.contains("max number of clients reached");
         if connection_like {
             Error::Connection(message)
         } else {

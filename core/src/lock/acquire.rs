@@ -179,7 +179,9 @@ impl Lock {
         let subscription = match live {
             Some(s) => s,
             None => {
-                let limit = config.command_timeout;
+                // No longer than a re-check: a confirmation that does not come (no pub/sub
+                // connection) must not hold up the waiter's next attempt.
+                let limit = config.command_timeout.min(config.recheck_interval);
                 let channel = self.keys.channel().to_string();
                 let subscribing = self.client.pubsub.subscribe(&channel, limit);
                 tokio::select! {
