@@ -14,11 +14,18 @@
 
 use std::future::Future;
 
-/// Runs `task` on the process's own runtime.
-pub(crate) fn spawn<F>(task: F) -> tokio::task::JoinHandle<F::Output>
+/// Runs `task` on the process's own runtime. `None` only if that runtime cannot be started
+/// (no thread can be made), which `Client::connect` reports; once a client exists, it runs.
+pub(crate) fn spawn<F>(task: F) -> Option<tokio::task::JoinHandle<F::Output>>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    crate::blocking::runtime().spawn(task)
+    match crate::blocking::try_runtime() {
+        Ok(runtime) => Some(runtime.spawn(task)),
+        Err(error) => {
+            tracing::error!(%error, "a redlock background task could not start");
+            None
+        }
+    }
 }

@@ -48,10 +48,15 @@ static RUNTIME: AtomicPtr<ProcessRuntime> = AtomicPtr::new(ptr::null_mut());
 /// The runtime of this process (a new one after `fork()`; the old one is leaked, never dropped,
 /// because its threads are gone and dropping it would wait for them).
 pub fn runtime() -> &'static Runtime {
+    runtime_in(&RUNTIME).expect("cannot start the redlock runtime")
+}
+
+/// [`runtime`], or a `Connection` error when it cannot be started (no thread can be made).
+pub(crate) fn try_runtime() -> Result<&'static Runtime> {
     runtime_in(&RUNTIME)
 }
 
-fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> &'static Runtime {
+fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> Result<&'static Runtime> {
     let pid = crate::inspect::process_id();
     let current = slot.load(Ordering::Acquire);
     // SAFETY: pointers stored in RUNTIME come from Box::into_raw and are freed only when the
@@ -59,18 +64,33 @@ fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> &'static Runtime {
     if let Some(rt) = unsafe { current.as_ref() }
         && rt.pid == pid
     {
-        return &rt.runtime;
+        return Ok(&rt.runtime);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("redlock-runtime")
-        .enable_all()
-        .build()
-        .expect("cannot start the redlock runtime");
+    // tokio panics (rather than fail) when it cannot start a worker thread.
+    let built = std::panic::catch_unwind(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("redlock-runtime")
+            .enable_all()
+            .build()
+    });
+    let runtime = match built {
+        Ok(Ok(runtime)) => runtime,
+        Ok(Err(e)) => {
+            return Err(Error::Connection(format!(
+                "cannot start the redlock runtime: {e}"
+            )));
+        }
+        Err(_) => {
+            return Err(Error::Connection(
+                "cannot start the redlock runtime: no thread could be made".into(),
+            ));
+        }
+    };
     let fresh = Box::into_raw(Box::new(ProcessRuntime { pid, runtime }));
     match slot.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
         // SAFETY: just leaked above.
-        Ok(_) => unsafe { &(*fresh).runtime },
+        Ok(_) => Ok(unsafe { &(*fresh).runtime }),
         Err(winner) => {
             // Another thread installed one first; ours was never used. Shut down without
             // waiting: this thread may be inside another runtime (a blocking call from async
@@ -79,7 +99,7 @@ fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> &'static Runtime {
             let unused = unsafe { Box::from_raw(fresh) };
             unused.runtime.shutdown_background();
             // SAFETY: published pointers are leaked boxes.
-            unsafe { &(*winner).runtime }
+            Ok(unsafe { &(*winner).runtime })
         }
     }
 }
@@ -246,6 +266,7 @@ impl Shared {
         if let Some(client) = &*current {
             return Ok(client.clone());
         }
+        try_runtime()?;
         let client = block_on(self.builder.clone().connect())?;
         *current = Some(client.clone());
         Ok(client)
@@ -272,6 +293,7 @@ impl Client {
     /// [`Client::from_builder`] that `cancel` (if given) ends from another thread with
     /// `Cancelled`; a connection made meanwhile is dropped.
     pub fn connect_with(builder: ClientBuilder, cancel: Option<&CancelToken>) -> Result<Client> {
+        try_runtime()?;
         let client = block_on(cancellable(cancel, builder.clone().connect()))?;
         Ok(Client {
             shared: Arc::new(Shared {
@@ -514,7 +536,7 @@ mod tests {
                         .unwrap();
                     outer.block_on(async {
                         start.wait();
-                        runtime_in(&SLOT) as *const Runtime as usize
+                        runtime_in(&SLOT).unwrap() as *const Runtime as usize
                     })
                 })
             })

@@ -172,12 +172,15 @@ impl ClientBuilder {
             .set_max_delay(Duration::from_millis(500));
         // Made on the process's runtime, where its connection's driver task outlives the
         // caller's runtime (see `background`).
-        let made = crate::background::spawn(tokio::time::timeout(
-            config.connect_timeout,
-            ConnectionManager::new_with_config(redis.clone(), manager_config.clone()),
-        ))
-        .await
-        .map_err(|e| Error::Connection(format!("connecting to {}: {e}", redact(&config.url))))?;
+        let made = crate::blocking::try_runtime()?
+            .spawn(tokio::time::timeout(
+                config.connect_timeout,
+                ConnectionManager::new_with_config(redis.clone(), manager_config.clone()),
+            ))
+            .await
+            .map_err(|e| {
+                Error::Connection(format!("connecting to {}: {e}", redact(&config.url)))
+            })?;
         let connection = made
             .map_err(|_| {
                 Error::Connection(format!("connecting to {} timed out", redact(&config.url)))
@@ -485,11 +488,29 @@ impl ClientInner {
 
 /// Runs a user callback off the async workers, so a slow or panicking callback harms nothing.
 pub(crate) fn run_callback(callback: impl FnOnce() + Send + 'static) {
-    tokio::task::spawn_blocking(move || {
+    let job = move || {
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback)).is_err() {
             tracing::error!("a redlock callback panicked");
         }
-    });
+    };
+    // tokio panics when the OS refuses a thread and no thread of the blocking pool is alive
+    // (the job stays queued, for the next thread the pool makes). That panic must not end the
+    // caller: the watchdog task, or a user's call.
+    let spawn = std::panic::AssertUnwindSafe(|| drop(tokio::task::spawn_blocking(job)));
+    if std::panic::catch_unwind(spawn).is_err() {
+        tracing::error!("no thread for a redlock callback now: it runs once one can be made");
+        // The job waits in the pool's queue: a thread made later runs it.
+        tokio::spawn(async {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let nudge =
+                    std::panic::AssertUnwindSafe(|| drop(tokio::task::spawn_blocking(|| {})));
+                if std::panic::catch_unwind(nudge).is_ok() {
+                    return;
+                }
+            }
+        });
+    }
 }
 
 impl Mode {
