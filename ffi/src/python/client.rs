@@ -5,7 +5,7 @@ use std::sync::Arc;
 use redlock_core::blocking;
 
 use super::error::{NativeError, seconds};
-use super::events::EventListener;
+use super::events::{EventListener, InPython};
 use super::lock::NativeLock;
 use super::on_runtime;
 use super::records::LockInfoRecord;
@@ -138,8 +138,16 @@ fn configure(
     if let Some(listener) = listener {
         let on_contention = listener.clone();
         builder = builder
-            .on_contention(move |alert| on_contention.on_contention(alert.into()))
-            .on_lock_lost(move |event| listener.on_lock_lost(event.into()));
+            .on_contention(move |alert| {
+                if let Some(_in_python) = InPython::enter() {
+                    on_contention.on_contention(alert.into());
+                }
+            })
+            .on_lock_lost(move |event| {
+                if let Some(_in_python) = InPython::enter() {
+                    listener.on_lock_lost(event.into());
+                }
+            });
     }
     Ok(builder)
 }

@@ -56,7 +56,14 @@ where
     blocking::runtime().spawn(async move {
         let output = future.await;
         tokio::task::spawn_blocking(move || {
-            let _ = sender.send(output);
+            // The send wakes the awaiting future: UniFFI's continuation callback, in Python.
+            match events::InPython::enter() {
+                Some(_in_python) => {
+                    let _ = sender.send(output);
+                }
+                // Python is exiting: nobody will await it; dropping the sender would wake it.
+                None => std::mem::forget(sender),
+            }
         });
     });
     receiver

@@ -7,7 +7,7 @@ import weakref
 from types import TracebackType
 from typing import Any
 
-from . import _args, _owners
+from . import _args, _fast, _futures, _owners  # noqa: F401 (_futures: installs the continuation)
 from ._errors import NATIVE_ERRORS, translate
 from ._events import ContentionCallback, Listener, LockLostCallback, info_dict
 from ._lock import Lock, ReadWriteLock
@@ -212,3 +212,6 @@ def _close_at_exit() -> None:
     # a finalizing interpreter.
     for client in list(_open_clients):
         client.close()
+    # No native thread of the library may enter Python once the interpreter finalizes (see
+    # ffi/src/python/events.rs): closes that gate, waiting (without the GIL) for those inside.
+    _fast.exiting(2.0)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -100,8 +102,21 @@ class Listener(_native.EventListener):
 
 
 def _call(callback: Callable[[Any], Any], event: object) -> None:
+    # Called on a native thread of the library (a tokio blocking-pool thread). The user's
+    # callback runs on a Python thread of its own instead: CPython ends a thread that asks for
+    # the GIL while the interpreter finalizes with pthread_exit(), and that forced unwind
+    # aborts the process when it meets the native frames below this one ("FATAL: exception not
+    # rethrown"). A Python thread has none, so it just ends; this native thread leaves Python
+    # at once. Daemon: a callback still running does not hold up the exit.
     if sys.is_finalizing():
         return
+    with contextlib.suppress(RuntimeError):  # "can't create new thread at interpreter shutdown"
+        threading.Thread(
+            target=_run, args=(callback, event), name="redlock-callback", daemon=True
+        ).start()
+
+
+def _run(callback: Callable[[Any], Any], event: object) -> None:
     try:
         callback(event)
     except Exception:

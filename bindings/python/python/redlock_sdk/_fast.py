@@ -103,6 +103,11 @@ end = _lib.redlock_python_end
 end.argtypes = (ctypes.c_uint64,)
 end.restype = None
 
+# (patience s): from now on no native thread enters Python (the atexit hook; see events.rs)
+exiting = _lib.redlock_python_exiting
+exiting.argtypes = (ctypes.c_double,)
+exiting.restype = None
+
 
 def raise_error() -> None:
     """Raises the error of this thread's last failed fast call (a ``NativeError``)."""
