@@ -28,9 +28,9 @@ pub const MAX_LEASE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 /// A connection to one Redis server for taking locks. Cheap to clone; all clones share the
 /// connections, the watchdog and the waiter queues. Its calls are made inside a tokio runtime
 /// (or use [`crate::blocking::Client`]), but it is bound to none: it may outlive the runtime
-/// it was made in and be used from any other. Its own work (the watchdog, the pub/sub
-/// connection, tidy-ups) runs on the library's runtime (two threads, started on first use),
-/// so a caller's runtime that ends or is kept busy stops no renewal.
+/// it was made in and be used from any other. Its own work (the watchdog, tidy-ups) runs on
+/// the library's runtime (two threads, started on first use), so a caller's runtime that ends
+/// or is kept busy stops no renewal.
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<ClientInner>,
