@@ -70,6 +70,15 @@
 //!   (up to the command timeout, then [`Error::Connection`]). An ACL user needs channel rights (`&<prefix>:*` or
 //!   `allchannels`; Redis 7 gives none by default) for notifications and hand-overs; without
 //!   them waiters get the lock by their re-checks, and releases still succeed.
+//! - **Any runtime, and none of it needed for safety**: an async [`Client`] is used from tokio
+//!   runtimes but bound to none. Its watchdog, its keepalive and the tidy-ups of cancelled or
+//!   abandoned calls run on the library's own runtime (two threads, started on first use, the
+//!   one the [`blocking`] API uses), so a client made in a runtime that has ended (a `static`
+//!   client made by the first `#[tokio::test]`) keeps renewing, and a runtime kept busy by user
+//!   code lets no watched hold expire. Hot calls stay on the caller's runtime, on direct
+//!   connections of that runtime; the pub/sub connection runs on the runtime of the first caller
+//!   that waits and is started again on another should that one end. When no thread can be
+//!   made, calls that need one fail with [`Error::Connection`] rather than panic.
 //!
 //! Keys: see [`keys`] for the layout (every key of a name in one cluster slot). The scripts need
 //! Redis 5.0 or later and use nothing newer (a test keeps it so).
