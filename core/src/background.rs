@@ -33,3 +33,50 @@ where
         }
     }
 }
+
+/// The command connection (redis-rs' `ConnectionManager`), each of whose calls is polled in the
+/// library runtime's context. The manager's reconnect, and the first use of a lazy one, spawn
+/// the new connection's driver task with `tokio::spawn` on the runtime of the call that polls
+/// it: a caller's runtime that ends or is kept busy would take the command connection (and so
+/// the watchdog's renewals) with it.
+#[derive(Clone)]
+pub(crate) struct CommandConnection(pub(crate) redis::aio::ConnectionManager);
+
+impl redis::aio::ConnectionLike for CommandConnection {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        Box::pin(OnLibraryRuntime(self.0.req_packed_command(cmd)))
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        Box::pin(OnLibraryRuntime(
+            self.0.req_packed_commands(pipeline, offset, count),
+        ))
+    }
+
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+}
+
+/// Polls its future with the library's runtime entered: what it spawns runs there.
+struct OnLibraryRuntime<F>(F);
+
+impl<F: Future + Unpin> Future for OnLibraryRuntime<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let _library = crate::blocking::try_runtime().ok().map(|rt| rt.enter());
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}

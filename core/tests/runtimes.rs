@@ -547,3 +547,151 @@ fn clients_connected(server: &RedisServer) -> u64 {
         .and_then(|n| n.trim().parse().ok())
         .expect("INFO stats has total_connections_received")
 }
+
+/// The command connection is lost (a server-side `CLIENT KILL`, an idle timeout, a failover).
+/// The first call that notices it runs on a caller's current_thread runtime A, so redis-rs'
+/// ConnectionManager spawns its reconnect (and the new connection's driver task) there, with
+/// `tokio::spawn`. Then A's only thread is busy in user code. The watchdog (on the library's
+/// runtime) renews over that connection: its requests wait for a driver that never runs.
+#[test]
+fn watchdog_renews_after_the_command_connection_was_reconnected_on_a_busy_runtime() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let b = rt_multi();
+    let client = b.block_on(async {
+        Client::builder(url.clone())
+            .lease(ms(900))
+            .command_timeout(ms(1000))
+            .connect()
+            .await
+            .unwrap()
+    });
+    // The command connection goes (the only `normal` connection of the client so far).
+    for id in connection_ids(&server, Some("normal")) {
+        server.command(&["CLIENT", "KILL", "ID", &id]);
+    }
+    let busy = std::thread::spawn({
+        let client = client.clone();
+        move || {
+            let a = rt_current();
+            a.block_on(async {
+                // Notices the loss: the manager's reconnect is spawned on A.
+                let first = client.inspect("elsewhere").await;
+                eprintln!("A: first call after the kill: {first:?}");
+                // A runs it: the new connection's driver task is A's.
+                tokio::time::sleep(ms(300)).await;
+                let second = client.inspect("elsewhere").await;
+                eprintln!("A: second call: {second:?}");
+                // User code keeps A's only thread busy (a synchronous call, a CPU loop).
+                std::thread::sleep(Duration::from_secs(8));
+            });
+        }
+    });
+    std::thread::sleep(ms(800));
+
+    let (second_got_it, lost) = b.block_on(async {
+        let lock = client.lock("busy-reconnect").unwrap();
+        let owner = Owner::random();
+        let start = Instant::now();
+        let hold = loop {
+            match lock.acquire(&owner, NOW, None).await {
+                Ok(hold) => break hold,
+                Err(e) if start.elapsed() < Duration::from_secs(5) => {
+                    eprintln!("B: acquire failed, retrying: {e:?}")
+                }
+                Err(e) => panic!("acquire failed for 5 s: {e:?}"),
+            }
+        };
+        assert!(hold.is_watched());
+        // Three leases: the watchdog renews every 300 ms.
+        tokio::time::sleep(ms(2700)).await;
+        let other = Client::connect(&url).await.unwrap();
+        let second = other
+            .lock("busy-reconnect")
+            .unwrap()
+            .try_acquire(&Owner::random(), Some(Duration::from_secs(5)))
+            .await
+            .unwrap();
+        eprintln!(
+            "B: after 3 leases: second owner got it: {}, first is_lost: {}, watchdog_calls: {}",
+            second.is_some(),
+            hold.is_lost(),
+            client.watchdog_calls()
+        );
+        (second.is_some(), hold.is_lost())
+    });
+    busy.join().unwrap();
+    assert!(
+        !second_got_it,
+        "two holders (first told lost: {lost}): the watched hold expired because the command \
+         connection's driver ran on a caller's busy runtime"
+    );
+}
+
+/// runtimes.rs' "attempt in flight when its runtime is dropped is undone", on a runtime that
+/// had used the client before (so it has a direct socket of its own, as any request handler's
+/// or test's runtime does after its first call): the in-flight attempt is on that socket, of
+/// the runtime being dropped. Its abandonment now awaits the reply on the library's runtime,
+/// through a socket whose reactor is gone: the reply is never read, nothing is undone, and
+/// the lock stays held by nobody for the attempt's whole lease.
+#[test]
+fn attempt_in_flight_on_a_direct_socket_when_its_runtime_is_dropped_is_undone() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let main = rt_multi();
+    let client = main.block_on(async { Client::connect(&url).await.unwrap() });
+    let a = rt_current();
+    a.block_on(async {
+        let lock = client.lock("flight-direct").unwrap();
+        let owner = Owner::random();
+        let start = Instant::now();
+        while client.hot_connections_idle() == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "no direct socket in A"
+            );
+            lock.acquire(&owner, NOW, Some(ms(5000))).await.unwrap();
+            lock.release(&owner).await.unwrap();
+            tokio::time::sleep(ms(20)).await;
+        }
+    });
+    eprintln!("A's idle direct sockets: {}", client.hot_connections_idle());
+    let c2 = client.clone();
+    let stall = server.stall(ms(800));
+    a.spawn(async move {
+        let _ = c2
+            .lock("flight-direct")
+            .unwrap()
+            .acquire(&Owner::random(), NOW, Some(Duration::from_secs(20)))
+            .await;
+    });
+    a.block_on(async { tokio::time::sleep(ms(100)).await });
+    drop(a); // the attempt, sent on A's socket, is dropped with its runtime
+    stall.join().unwrap();
+    main.block_on(async {
+        tokio::time::sleep(ms(300)).await;
+        let t = Instant::now();
+        let got = client
+            .lock("flight-direct")
+            .unwrap()
+            .acquire(
+                &Owner::random(),
+                Some(Duration::from_secs(3)),
+                Some(ms(5000)),
+            )
+            .await;
+        eprintln!(
+            "next owner: {:?} after {:?}; inspect {:?}",
+            got.as_ref().map(|h| h.fencing_token()),
+            t.elapsed(),
+            client
+                .inspect("flight-direct")
+                .await
+                .map(|i| (i.holder_count, i.lease_left))
+        );
+        assert!(
+            got.is_ok(),
+            "the dropped attempt's hold was not undone: {got:?}"
+        );
+    });
+}

@@ -29,7 +29,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::aio::ConnectionLike;
+
+use crate::background::CommandConnection as ConnectionManager;
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -58,11 +60,7 @@ pub(crate) enum HotConnection {
 
 /// The `PING` ahead of a call on a suspect connection. Its reply, or failure, is not the call's.
 async fn probe(shared: &mut ConnectionManager, pool: &HotConnections) {
-    if shared
-        .send_packed_command(&redis::cmd("PING"))
-        .await
-        .is_ok()
-    {
+    if shared.req_packed_command(&redis::cmd("PING")).await.is_ok() {
         pool.shared_suspect.store(false, Ordering::Release);
     }
 }
@@ -391,6 +389,12 @@ impl AsyncWire {
             #[cfg(unix)]
             AsyncStream::Unix(s) => s.write_all(&self.out).await?,
         }
+        // Polled outside the runtime that serves the socket: an abandoned call handed to the
+        // library's runtime because its caller's runtime is ending (see `in_flight`), whose
+        // reactor may be gone by now. Its reply is read from the descriptor itself.
+        #[cfg(unix)]
+        let mut foreign =
+            tokio::runtime::Handle::try_current().map(|h| h.id()).ok() != Some(self.runtime);
         let mut replies = Vec::with_capacity(count);
         while replies.len() < count {
             if let Some(reply) = self.replies.next_reply()? {
@@ -398,10 +402,38 @@ impl AsyncWire {
                 continue;
             }
             let room = self.replies.room();
+            #[cfg(unix)]
+            if foreign {
+                let read = read_off_runtime(&self.stream, room.len()).await?;
+                room[..read.len()].copy_from_slice(&read);
+                if read.is_empty() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the server closed the connection",
+                    )
+                    .into());
+                }
+                self.replies.filled(read.len());
+                continue;
+            }
             let read = match &mut self.stream {
-                AsyncStream::Tcp(s) => s.read(room).await?,
+                AsyncStream::Tcp(s) => s.read(room).await,
                 #[cfg(unix)]
-                AsyncStream::Unix(s) => s.read(room).await?,
+                AsyncStream::Unix(s) => s.read(room).await,
+            };
+            let read = match read {
+                Ok(read) => read,
+                // Its runtime ended while the read waited there (now on another runtime: the
+                // call was abandoned, see above): read on from the descriptor.
+                #[cfg(unix)]
+                Err(_)
+                    if tokio::runtime::Handle::try_current().map(|h| h.id()).ok()
+                        != Some(self.runtime) =>
+                {
+                    foreign = true;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
             };
             if read == 0 {
                 return Err(io::Error::new(
@@ -414,6 +446,61 @@ impl AsyncWire {
         }
         self.in_step = self.replies.is_empty();
         Ok(replies)
+    }
+}
+
+/// Up to `max` bytes read from the socket's descriptor (a duplicate of it) on a blocking
+/// thread, without its runtime's reactor: empty at the end of the stream.
+#[cfg(unix)]
+async fn read_off_runtime(stream: &AsyncStream, max: usize) -> io::Result<Vec<u8>> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let fd = match stream {
+        AsyncStream::Tcp(s) => s.as_fd().try_clone_to_owned()?,
+        AsyncStream::Unix(s) => s.as_fd().try_clone_to_owned()?,
+    };
+    loop {
+        // One bounded wait at a time: a dropped caller leaves no thread waiting for long.
+        let fd = fd.try_clone()?;
+        let got = tokio::task::spawn_blocking(move || -> io::Result<Option<Vec<u8>>> {
+            let mut poll = libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let ready = unsafe { libc::poll(&mut poll, 1, 100) };
+            if ready < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if ready == 0 {
+                return Ok(None);
+            }
+            let mut buf = vec![0u8; max];
+            // SAFETY: reads at most `buf.len()` bytes into it, without blocking.
+            let n = unsafe {
+                libc::recv(
+                    fd.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                return if e.kind() == io::ErrorKind::WouldBlock {
+                    Ok(None)
+                } else {
+                    Err(e)
+                };
+            }
+            buf.truncate(n as usize);
+            Ok(Some(buf))
+        })
+        .await
+        .map_err(io::Error::other)??;
+        if let Some(read) = got {
+            return Ok(read);
+        }
     }
 }
 

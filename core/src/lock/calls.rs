@@ -102,7 +102,7 @@ pub(crate) async fn eval_async<T: FromRedisValue, C: redis::aio::ConnectionLike>
 /// once more, on the connection the manager opens on that failure. (Whether the first try ran
 /// is unknown, so a call that must not run twice fails instead.)
 pub(crate) async fn eval_rerunnable<T: FromRedisValue>(
-    connection: &mut redis::aio::ConnectionManager,
+    connection: &mut crate::background::CommandConnection,
     script: &LuaScript,
     call: &Cmd,
     ping_first: bool,
