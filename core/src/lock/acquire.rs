@@ -404,7 +404,10 @@ impl Lock {
         let lock = self.clone();
         let owner_token = owner.token().to_owned();
         tokio::spawn(async move {
-            let holders = lock.inspect().await.map(|i| i.holders).unwrap_or_default();
+            let (holders, holder_count) = match lock.inspect().await {
+                Ok(info) => (info.holders, info.holder_count),
+                Err(_) => (Vec::new(), 0),
+            };
             let alert = ContentionAlert {
                 name: lock.keys.name.to_string(),
                 mode: lock.mode,
@@ -416,12 +419,19 @@ impl Lock {
             let held_by: Vec<String> = alert
                 .holders
                 .iter()
-                .map(|h| format!("{} ({:?}, held {:?})", h.owner_token, h.mode, h.held_for))
+                .map(|h| {
+                    let m = &h.metadata;
+                    format!(
+                        "{} ({:?}, held {:?}, host {}, pid {}, thread {})",
+                        h.owner_token, h.mode, h.held_for, m.host, m.pid, m.thread
+                    )
+                })
                 .collect();
             tracing::warn!(
                 lock = %alert.name,
                 waited = ?alert.waited,
                 failed_attempts = alert.failed_attempts,
+                holder_count,
                 holders = ?held_by,
                 "lock contention: a waiter passed the alert threshold (possible dead lock)"
             );

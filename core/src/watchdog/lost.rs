@@ -129,9 +129,40 @@ impl LostHolds {
     }
 }
 
-pub(super) fn report_lost(client: &ClientInner, key: &WatchKey) {
+/// Past this many holds lost at once, one warn line sums them up and each hold's own line is
+/// at debug level: an outage that loses 2 000 holds must not write 2 000 warn lines at once.
+pub(super) const LOST_LOGGED_EACH: usize = 10;
+
+/// One warn line for holds lost together (when more than [`LOST_LOGGED_EACH`]).
+pub(super) fn log_lost_many(client: &ClientInner, keys: &[&WatchKey]) {
+    let names: Vec<&str> = keys
+        .iter()
+        .take(LOST_LOGGED_EACH)
+        .map(|k| &*k.keys.name)
+        .collect();
+    tracing::warn!(
+        holds = keys.len(),
+        server = %crate::config::redact(&client.config.url),
+        first_locks = ?names,
+        "locks lost: the holds are gone from Redis (expired or force-unlocked); their owners no \
+         longer hold them, releases report LockLost"
+    );
+}
+
+pub(super) fn report_lost(client: &ClientInner, key: &WatchKey, logged: bool) {
     let keys = &key.keys;
-    tracing::warn!(lock = %keys.name, mode = ?key.mode, owner = %key.token, "lock lost: the hold is gone from Redis");
+    if logged {
+        tracing::debug!(lock = %keys.name, mode = ?key.mode, owner = %key.token, "lock lost: the hold is gone from Redis");
+    } else {
+        tracing::warn!(
+            lock = %keys.name,
+            mode = ?key.mode,
+            owner = %key.token,
+            server = %crate::config::redact(&client.config.url),
+            "lock lost: the hold is gone from Redis (expired or force-unlocked); its owner no \
+             longer holds it, a release reports LockLost"
+        );
+    }
     if let Some(callback) = client.config.on_lock_lost.clone() {
         let event = LockLostEvent {
             name: keys.name.to_string(),

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crate::client::ClientInner;
 use crate::keys::LockKeys;
 use crate::lock::Mode;
-use lost::{EndedUntracked, LostHolds, report_lost};
+use lost::{EndedUntracked, LOST_LOGGED_EACH, LostHolds, log_lost_many, report_lost};
 use renewal::Renewal;
 
 /// Holds renewed by one script call (2 keys each).
@@ -126,7 +126,7 @@ impl Watchdog {
     ) -> Arc<LostSignal> {
         let (lost, replaced) = self.track_entry(key, fence, made);
         if let Some(key) = replaced {
-            report_lost(client, &key);
+            report_lost(client, &key, false);
         }
         lost
     }
@@ -201,7 +201,7 @@ impl Watchdog {
     ) -> bool {
         let (tracked, lost) = self.forget_entry(key, fence, releasing);
         for key in &lost {
-            report_lost(client, key);
+            report_lost(client, key, false);
         }
         tracked
     }
@@ -307,8 +307,17 @@ impl Watchdog {
     /// entries, so even losing every hold at once (a flushed server) costs one pass per tick.
     /// A hold being released is left to its release.
     fn mark_lost(&self, client: &ClientInner, ids: &HashSet<u64>) {
-        for (key, entry) in self.take_renewals_gone(ids) {
-            self.lost(client, key, entry);
+        self.lost_all(client, self.take_renewals_gone(ids));
+    }
+
+    /// Reports holds lost together: one warn line for many (see `LOST_LOGGED_EACH`).
+    fn lost_all(&self, client: &ClientInner, gone: Vec<(WatchKey, WatchEntry)>) {
+        let summed_up = gone.len() > LOST_LOGGED_EACH;
+        if summed_up {
+            log_lost_many(client, &gone.iter().map(|(key, _)| key).collect::<Vec<_>>());
+        }
+        for (key, entry) in gone {
+            self.lost_logged(client, key, entry, summed_up);
         }
     }
 
@@ -397,9 +406,7 @@ impl Watchdog {
         client: &ClientInner,
         matches: impl Fn(&WatchKey, &WatchEntry) -> bool,
     ) {
-        for (key, entry) in self.take_where(matches) {
-            self.lost(client, key, entry);
-        }
+        self.lost_all(client, self.take_where(matches));
     }
 
     fn take_where(
@@ -432,7 +439,7 @@ impl Watchdog {
         if let Some(entry) = self.take_lost_entry(key, upto, releasing) {
             // Found by this call before the watchdog's next tick: report it now.
             entry.lost.set();
-            report_lost(client, key);
+            report_lost(client, key, false);
             return true;
         }
         self.lost.lock().unwrap().take(key)
@@ -476,7 +483,7 @@ impl Watchdog {
         made: bool,
     ) {
         if let Some(key) = self.untracked_entry(key, fence, made) {
-            report_lost(client, &key);
+            report_lost(client, &key, false);
         }
     }
 
@@ -526,11 +533,11 @@ impl Watchdog {
         true
     }
 
-    fn lost(&self, client: &ClientInner, key: WatchKey, entry: WatchEntry) {
+    fn lost_logged(&self, client: &ClientInner, key: WatchKey, entry: WatchEntry, logged: bool) {
         // Remembered before anyone hears of it: a release right after the signal says lost.
         self.lost.lock().unwrap().insert(key.clone());
         entry.lost.set();
-        report_lost(client, &key);
+        report_lost(client, &key, logged);
     }
 
     /// On close: nothing renews the kept holds any more, so each lapses when its lease ends.

@@ -152,7 +152,13 @@ async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
                 // Retried next tick; a hold counts as lost once Redis says so, or once its
                 // lease has passed with no renewal that worked (`renewals_checked`).
                 Err(err) => {
-                    tracing::warn!(%err, holds = batch.len(), "watchdog renewal failed");
+                    tracing::warn!(
+                        %err,
+                        holds = batch.len(),
+                        server = %crate::config::redact(&client.config.url),
+                        "watchdog renewal failed: tried again next tick; holds not renewed for a \
+                         whole lease are reported lost"
+                    );
                     unreachable = matches!(err, crate::Error::Connection(_));
                     failed.extend(batch.iter().map(|hold| hold.id));
                 }
