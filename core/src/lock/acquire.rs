@@ -404,9 +404,9 @@ impl Lock {
         let lock = self.clone();
         let owner_token = owner.token().to_owned();
         tokio::spawn(async move {
-            let (holders, holder_count) = match lock.inspect().await {
-                Ok(info) => (info.holders, info.holder_count),
-                Err(_) => (Vec::new(), 0),
+            let (holders, holder_count, unreadable) = match lock.inspect().await {
+                Ok(info) => (info.holders, info.holder_count, None),
+                Err(error) => (Vec::new(), 0, Some(error)),
             };
             let alert = ContentionAlert {
                 name: lock.keys.name.to_string(),
@@ -427,14 +427,25 @@ impl Lock {
                     )
                 })
                 .collect();
-            tracing::warn!(
-                lock = %alert.name,
-                waited = ?alert.waited,
-                failed_attempts = alert.failed_attempts,
-                holder_count,
-                holders = ?held_by,
-                "lock contention: a waiter passed the alert threshold (possible dead lock)"
-            );
+            match unreadable {
+                // Not "no holders": who holds it is not known.
+                Some(error) => tracing::warn!(
+                    lock = %alert.name,
+                    waited = ?alert.waited,
+                    failed_attempts = alert.failed_attempts,
+                    %error,
+                    "lock contention: a waiter passed the alert threshold (possible dead lock); \
+                     its holders could not be read"
+                ),
+                None => tracing::warn!(
+                    lock = %alert.name,
+                    waited = ?alert.waited,
+                    failed_attempts = alert.failed_attempts,
+                    holder_count,
+                    holders = ?held_by,
+                    "lock contention: a waiter passed the alert threshold (possible dead lock)"
+                ),
+            }
             if let Some(callback) = lock.client.config.on_contention.clone() {
                 crate::client::run_callback(move || callback(&alert));
             }

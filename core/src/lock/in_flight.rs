@@ -127,8 +127,8 @@ impl Undo {
             tracing::warn!(
                 lock = %self.lock.keys.name,
                 %error,
-                "an acquire attempt its caller gave up on could not be undone; a hold it made \
-                 ends with its lease"
+                "an acquire attempt that timed out or was cancelled could not be undone; a hold \
+                 it may have made ends with its lease"
             );
         }
     }
