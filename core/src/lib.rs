@@ -105,6 +105,7 @@ mod inspect;
 mod keepalive;
 pub mod keys;
 mod lock;
+pub mod logs;
 mod owner;
 mod pubsub;
 #[cfg(feature = "test-support")]

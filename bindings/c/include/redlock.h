@@ -141,6 +141,21 @@ typedef int32_t rl_mode;
 #endif // __cplusplus
 
 /**
+ * How severe a log line is; `rl_set_log_callback` takes the least severe one wanted.
+ */
+typedef enum rl_log_level {
+    /**
+     * No line (turns forwarding off).
+     */
+    RL_LOG_OFF = 0,
+    RL_LOG_ERROR = 1,
+    RL_LOG_WARN = 2,
+    RL_LOG_INFO = 3,
+    RL_LOG_DEBUG = 4,
+    RL_LOG_TRACE = 5,
+} rl_log_level;
+
+/**
  * Error details filled in by a failing call. Declare one zero-initialised
  * (`rl_error err = {0};`), pass its address as the last argument of any call, and free it with
  * `rl_error_free` when done. It may be reused across calls: each call replaces (and frees) the
@@ -306,6 +321,17 @@ typedef void (*rl_pending_fn)(void *user_data);
 typedef struct rl_pending {
     uint64_t id;
 } rl_pending;
+
+/**
+ * Called on the thread that logged, with NUL-terminated UTF-8 valid only during the call:
+ * `target` is where the line comes from (a module path), `message` the line with its fields
+ * (`key=value`). Must return promptly, must not call `rl_set_log_callback`, and must not
+ * unwind into the library.
+ */
+typedef void (*rl_log_fn)(void *user_data,
+                          enum rl_log_level level,
+                          const char *target,
+                          const char *message);
 
 #ifdef __cplusplus
 extern "C" {
@@ -975,6 +1001,21 @@ rl_status rl_pending_free(struct rl_pending *pending, struct rl_error *err);
  * `out_handles`, `out_strings` and `err` are NULL or valid for writes.
  */
 rl_status rl_live_objects(uint64_t *out_handles, uint64_t *out_strings, struct rl_error *err);
+
+/**
+ * Sends the library's log lines at `level` (an `rl_log_level`) or more severe to `callback`
+ * with `user_data`, in this whole process; `RL_LOG_OFF` or a NULL callback stops them. A new
+ * call replaces the callback before. A thread already inside the old callback may still be
+ * there when this returns: keep `user_data` valid for the life of the process.
+ *
+ * Fails with `RL_INVALID_ARGUMENT` for a level out of range, or when the process already has
+ * a Rust `tracing` subscriber of its own (which then gets the lines).
+ *
+ * # Safety
+ * `callback` is NULL or a function of the signature above, safe to call from any thread with
+ * `user_data`; `err` is NULL or valid for writes.
+ */
+rl_status rl_set_log_callback(int level, rl_log_fn callback, void *user_data, struct rl_error *err);
 
 #ifdef __cplusplus
 }  // extern "C"

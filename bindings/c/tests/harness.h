@@ -96,5 +96,6 @@ extern const test_case thread_tests[];
 extern const test_case pending_tests[];
 extern const test_case lifecycle_tests[];
 extern const test_case fork_tests[];
+extern const test_case log_tests[];
 
 #endif

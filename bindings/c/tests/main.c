@@ -10,7 +10,7 @@ extern const test_case conformance_tests[];
 static const test_case *const suites[] = {exclusive_tests, rwlock_tests,    lease_tests,
                                           bad_input_tests, handle_tests,    thread_tests,
                                           pending_tests,   lifecycle_tests, conformance_tests,
-                                          fork_tests};
+                                          fork_tests,      log_tests};
 
 /* tests/test_fork.c: fork tests that need a fresh process run these in an exec of this program. */
 int fork_first_call_trial(unsigned delay);

@@ -49,6 +49,9 @@ mod pending;
 mod diagnostics;
 mod inspect;
 
+// Process-wide: the library's log lines.
+mod logs;
+
 /// Every table and string registry, locked in one order (see `crate::fork_safety`).
 pub(crate) fn lock_every_table(held: &mut Vec<Box<dyn std::any::Any>>) {
     held.push(options::OPTIONS.lock_for_fork());

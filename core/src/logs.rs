@@ -1,0 +1,164 @@
+//! The library's log lines handed to a host that does not use `tracing` (every language
+//! binding): Python's `logging`, Java's `System.Logger`, Go's `slog`, a C callback.
+//!
+//! Guarantees:
+//! - Once [`forward_logs`] is given a sink, every event of this process at `level` or more
+//!   severe reaches it as one [`LogRecord`], its fields written after the message
+//!   (`message key=value ...`), on the thread that logged it. Replacing or removing the sink
+//!   (or changing the level) takes effect for the next event.
+//! - It installs a process-wide `tracing` subscriber, once: if the process already has one (a
+//!   Rust host that set up its own), nothing is installed and [`forward_logs`] fails with
+//!   [`Error::InvalidArgument`]; that host's subscriber gets the lines instead.
+//! - Lock-free for the logging threads (fork-safe: a child never waits for a lock a parent's
+//!   thread held). The sink must not log through `tracing` itself, and should return promptly.
+
+use std::fmt::{self, Write};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use tracing::field::{Field, Visit};
+use tracing::level_filters::LevelFilter;
+use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
+use tracing::{Event, Metadata, Subscriber};
+
+pub use tracing::Level;
+
+use crate::{Error, Result};
+
+/// One log line of the library.
+#[derive(Debug, Clone, Copy)]
+pub struct LogRecord<'a> {
+    pub level: Level,
+    /// Where it comes from: a module path such as `redlock_core::watchdog::lost`.
+    pub target: &'a str,
+    /// The message, then its fields as `key=value`.
+    pub message: &'a str,
+}
+
+/// Where the log lines go.
+pub type LogSink = Arc<dyn Fn(&LogRecord<'_>) + Send + Sync>;
+
+/// 0: nothing forwarded; else 1 (error) to 5 (trace), the least severe level forwarded.
+static LEVEL: AtomicU8 = AtomicU8::new(0);
+/// The sink, swapped without a lock (see the guarantees): a leaked box per registration, which
+/// a host makes once or a few times.
+static SINK: std::sync::atomic::AtomicPtr<LogSink> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+/// Whether our subscriber is the process' global one.
+static INSTALLED: OnceLock<bool> = OnceLock::new();
+
+/// Sends the log lines at `level` or more severe to `sink`; `None` for either stops them.
+pub fn forward_logs(level: Option<Level>, sink: Option<LogSink>) -> Result<()> {
+    let installed =
+        *INSTALLED.get_or_init(|| tracing::subscriber::set_global_default(Forwarder).is_ok());
+    if !installed {
+        return Err(Error::invalid(
+            "this process already has a tracing subscriber: the library's log lines go to it",
+        ));
+    }
+    let (level, sink) = match (level, sink) {
+        (Some(level), Some(sink)) => (level_number(level), Some(sink)),
+        _ => (0, None),
+    };
+    let fresh = sink.map_or(std::ptr::null_mut(), |sink| Box::into_raw(Box::new(sink)));
+    // The old box is leaked, not freed: a thread may be calling it right now.
+    SINK.swap(fresh, Ordering::AcqRel);
+    LEVEL.store(level, Ordering::Release);
+    tracing::callsite::rebuild_interest_cache();
+    Ok(())
+}
+
+fn level_number(level: Level) -> u8 {
+    match level {
+        Level::ERROR => 1,
+        Level::WARN => 2,
+        Level::INFO => 3,
+        Level::DEBUG => 4,
+        Level::TRACE => 5,
+    }
+}
+
+fn wanted(level: &Level) -> bool {
+    level_number(*level) <= LEVEL.load(Ordering::Acquire)
+}
+
+struct Forwarder;
+
+impl Subscriber for Forwarder {
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+        // Asked again whenever the level changes (see `forward_logs`).
+        Interest::sometimes()
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        Some(match LEVEL.load(Ordering::Acquire) {
+            0 => LevelFilter::OFF,
+            1 => LevelFilter::ERROR,
+            2 => LevelFilter::WARN,
+            3 => LevelFilter::INFO,
+            4 => LevelFilter::DEBUG,
+            _ => LevelFilter::TRACE,
+        })
+    }
+
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        metadata.is_event() && wanted(metadata.level())
+    }
+
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, event: &Event<'_>) {
+        let metadata = event.metadata();
+        if !wanted(metadata.level()) {
+            return;
+        }
+        // SAFETY: boxes stored in SINK are leaked, never freed.
+        let Some(sink) = (unsafe { SINK.load(Ordering::Acquire).as_ref() }) else {
+            return;
+        };
+        let mut line = Line::default();
+        event.record(&mut line);
+        let mut message = line.message;
+        message.push_str(&line.fields);
+        sink(&LogRecord {
+            level: *metadata.level(),
+            target: metadata.target(),
+            message: &message,
+        });
+    }
+
+    fn enter(&self, _: &Id) {}
+
+    fn exit(&self, _: &Id) {}
+}
+
+#[derive(Default)]
+struct Line {
+    message: String,
+    fields: String,
+}
+
+impl Visit for Line {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.message.push_str(value);
+        } else {
+            let _ = write!(self.fields, " {}={value}", field.name());
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.message, "{value:?}");
+        } else {
+            let _ = write!(self.fields, " {}={value:?}", field.name());
+        }
+    }
+}
