@@ -24,6 +24,7 @@ mod error;
 mod events;
 mod fast;
 mod lock;
+mod logs;
 mod owner;
 mod polled;
 mod records;

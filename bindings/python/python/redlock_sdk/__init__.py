@@ -29,6 +29,7 @@ from ._errors import (
 )
 from ._events import ContentionAlert, LockLostEvent
 from ._lock import Lock, ReadWriteLock
+from ._logs import set_log_level
 from ._native import new_owner_token
 
 # `rl.ConnectionError` for connection failures (a subclass of the builtin ConnectionError);
@@ -53,4 +54,5 @@ __all__ = [
     "RedisError",
     "UpgradeNotAllowedError",
     "new_owner_token",
+    "set_log_level",
 ]

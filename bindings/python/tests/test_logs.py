@@ -1,0 +1,70 @@
+"""The library's own log lines reach the logger ``redlock_sdk`` (WARNING and above by default;
+``rl.set_log_level`` asks for more, or none)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+import pytest
+import redlock_sdk as rl
+
+
+@pytest.fixture(autouse=True)
+def _default_level_after() -> Iterator[None]:
+    yield
+    rl.set_log_level(logging.WARNING)
+
+
+def _lost_lines(
+    caplog: pytest.LogCaptureFixture, name: str, wait: float = 3.0
+) -> list[logging.LogRecord]:
+    """The "lock lost" records of `name`, once there are some or `wait` seconds passed."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = [
+            r
+            for r in caplog.records
+            if r.name == "redlock_sdk"
+            and r.getMessage().startswith("lock lost")
+            and name in r.getMessage()
+        ]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.02)
+
+
+def test_a_lost_hold_is_a_warning_of_the_redlock_sdk_logger(
+    client: rl.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="redlock_sdk")
+    lock = client.lock("logged {name}")
+    lock.acquire()  # kept by the watchdog
+    client.force_unlock("logged {name}")  # reported lost at once
+    [record] = _lost_lines(caplog, "logged {name}")
+    assert record.levelno == logging.WARNING
+    assert record.redlock_target.startswith("redlock_core")  # type: ignore[attr-defined]
+    # WARNING by default: the core's debug lines are not forwarded.
+    assert all(r.levelno >= logging.WARNING for r in caplog.records if r.name == "redlock_sdk")
+
+
+def test_set_log_level_none_stops_the_lines_and_debug_adds_some(
+    client: rl.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="redlock_sdk")
+    rl.set_log_level(None)
+    lock = client.lock("quiet")
+    lock.acquire()
+    client.force_unlock("quiet")
+    assert _lost_lines(caplog, "quiet", wait=0.3) == []
+
+    rl.set_log_level(logging.ERROR)  # a warning is below it
+    lock.acquire()
+    client.force_unlock("quiet")
+    assert _lost_lines(caplog, "quiet", wait=0.3) == []
+
+    rl.set_log_level(logging.DEBUG)
+    lock.acquire()
+    client.force_unlock("quiet")
+    assert len(_lost_lines(caplog, "quiet")) == 1
