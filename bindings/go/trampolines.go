@@ -11,6 +11,7 @@ package redlock
 extern void redlockGoLockLost(void *, rl_lock_lost_event *);
 extern void redlockGoContention(void *, rl_contention_alert *);
 extern void redlockGoPendingDone(void *);
+extern void redlockGoLog(rl_log_level, char *, char *);
 
 static void lost_trampoline(void *client, const rl_lock_lost_event *event) {
 	redlockGoLockLost(client, (rl_lock_lost_event *)event);
@@ -22,6 +23,17 @@ static void contention_trampoline(void *client, const rl_contention_alert *alert
 
 static void pending_trampoline(void *id) {
 	redlockGoPendingDone(id);
+}
+
+// The library's log lines (logs.go); the Go side keeps its state itself: no user data.
+static void log_trampoline(void *user_data, rl_log_level level, const char *target,
+                           const char *message) {
+	(void)user_data;
+	redlockGoLog(level, (char *)target, (char *)message);
+}
+
+static rl_status set_log_callback(int level, rl_error *err) {
+	return rl_set_log_callback(level, level == RL_LOG_OFF ? NULL : log_trampoline, NULL, err);
 }
 
 // An acquire that waits without holding this thread; the waiter's id is the callback's user data.
@@ -58,4 +70,10 @@ func setCallbacks(options C.rl_options, client uintptr, contention bool) error {
 	return call("connect", func(e *C.rl_error) C.rl_status {
 		return C.set_callbacks(options, C.uintptr_t(client), flag, e)
 	})
+}
+
+// setLogCallback asks the library for its log lines at level (an rl_log_level) or more severe,
+// through log_trampoline; RL_LOG_OFF stops them.
+func setLogCallback(level C.int) error {
+	return call("set logger", func(e *C.rl_error) C.rl_status { return C.set_log_callback(level, e) })
 }

@@ -4,16 +4,21 @@
 //! Guarantees:
 //! - Once [`forward_logs`] is given a sink, every event of this process at `level` or more
 //!   severe reaches it as one [`LogRecord`], its fields written after the message
-//!   (`message key=value ...`), on the thread that logged it. Replacing or removing the sink
+//!   (`message key=value ...`), in the order they were logged. Replacing or removing the sink
 //!   (or changing the level) takes effect for the next event.
+//! - The sink runs on a thread of its own (`redlock-logs`), never on the thread that logged:
+//!   those include the runtime's workers and the watchdog, which a slow sink (a host's logging
+//!   that takes a lock, Python's GIL) must not hold up. At most [`QUEUED`] lines wait for it;
+//!   past that they are dropped, and a warn line says how many.
 //! - It installs a process-wide `tracing` subscriber, once: if the process already has one (a
 //!   Rust host that set up its own), nothing is installed and [`forward_logs`] fails with
 //!   [`Error::InvalidArgument`]; that host's subscriber gets the lines instead.
-//! - Lock-free for the logging threads (fork-safe: a child never waits for a lock a parent's
-//!   thread held). The sink must not log through `tracing` itself, and should return promptly.
+//! - Fork-safe: a child gets a queue and a thread of its own, never waits for a lock a parent's
+//!   thread held. The sink must not log through `tracing` itself.
 
 use std::fmt::{self, Write};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, OnceLock};
 
 use tracing::field::{Field, Visit};
@@ -24,6 +29,7 @@ use tracing::{Event, Metadata, Subscriber};
 
 pub use tracing::Level;
 
+use crate::blocking::PerProcess;
 use crate::{Error, Result};
 
 /// One log line of the library.
@@ -47,6 +53,19 @@ static SINK: std::sync::atomic::AtomicPtr<LogSink> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 /// Whether our subscriber is the process' global one.
 static INSTALLED: OnceLock<bool> = OnceLock::new();
+/// Lines waiting for the sink's thread, at most.
+pub const QUEUED: usize = 1024;
+/// The way to this process' sink thread (started with the first line).
+static QUEUE: OnceLock<PerProcess<SyncSender<Owned>>> = OnceLock::new();
+/// Lines dropped because the queue was full, not yet reported.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// A line on its way to the sink.
+struct Owned {
+    level: Level,
+    target: &'static str,
+    message: String,
+}
 
 /// Sends the log lines at `level` or more severe to `sink`; `None` for either stops them.
 pub fn forward_logs(level: Option<Level>, sink: Option<LogSink>) -> Result<()> {
@@ -119,18 +138,14 @@ impl Subscriber for Forwarder {
         if !wanted(metadata.level()) {
             return;
         }
-        // SAFETY: boxes stored in SINK are leaked, never freed.
-        let Some(sink) = (unsafe { SINK.load(Ordering::Acquire).as_ref() }) else {
-            return;
-        };
         let mut line = Line::default();
         event.record(&mut line);
         let mut message = line.message;
         message.push_str(&line.fields);
-        sink(&LogRecord {
+        queue(Owned {
             level: *metadata.level(),
             target: metadata.target(),
-            message: &message,
+            message,
         });
     }
 
@@ -161,4 +176,57 @@ impl Visit for Line {
             let _ = write!(self.fields, " {}={value:?}", field.name());
         }
     }
+}
+
+/// Hands `line` to the sink's thread (started if this process has none), or counts it dropped.
+fn queue(line: Owned) {
+    let slot = QUEUE.get_or_init(PerProcess::empty).slot();
+    let mut sender = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if sender.is_none() {
+        let (tx, rx) = sync_channel(QUEUED);
+        let started = std::thread::Builder::new()
+            .name("redlock-logs".into())
+            .spawn(move || deliver(rx));
+        if started.is_err() {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        *sender = Some(tx);
+    }
+    let sent = sender.as_ref().map(|tx| tx.try_send(line));
+    if let Some(Err(TrySendError::Full(_) | TrySendError::Disconnected(_))) = sent {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The sink's thread: hands each line to the sink of the moment, in order.
+fn deliver(lines: Receiver<Owned>) {
+    while let Ok(line) = lines.recv() {
+        hand_over(&line.level, line.target, &line.message);
+        let dropped = DROPPED.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            let message = format!(
+                "{dropped} log lines of the library were dropped: the host's logging did not keep up"
+            );
+            hand_over(&Level::WARN, module_path!(), &message);
+        }
+    }
+}
+
+fn hand_over(level: &Level, target: &str, message: &str) {
+    if !wanted(level) {
+        return;
+    }
+    // SAFETY: boxes stored in SINK are leaked, never freed.
+    let Some(sink) = (unsafe { SINK.load(Ordering::Acquire).as_ref() }) else {
+        return;
+    };
+    // A sink that panics loses its line, not the thread.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        sink(&LogRecord {
+            level: *level,
+            target,
+            message,
+        })
+    }));
 }

@@ -11,6 +11,9 @@ use tracing::Level;
 
 type Seen = Arc<Mutex<Vec<(Level, String, String)>>>;
 
+/// The forwarding is process-wide: one test at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn sink(seen: &Seen) -> redlock_core::logs::LogSink {
     let seen = seen.clone();
     Arc::new(move |record: &LogRecord<'_>| {
@@ -24,6 +27,7 @@ fn sink(seen: &Seen) -> redlock_core::logs::LogSink {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lines_at_the_level_asked_reach_the_sink_and_stop_when_asked() {
+    let _serial = SERIAL.lock().await;
     let server = RedisServer::start();
     let seen: Seen = Arc::default();
     forward_logs(Some(Level::WARN), Some(sink(&seen))).unwrap();
@@ -80,14 +84,84 @@ async fn lines_at_the_level_asked_reach_the_sink_and_stop_when_asked() {
     // Debug level: the debug lines come too.
     forward_logs(Some(Level::DEBUG), Some(sink(&seen))).unwrap();
     tracing::debug!(target: "redlock_core::test", answer = 42, "a debug line");
-    let lines = seen.lock().unwrap().clone();
-    assert!(
-        lines.contains(&(
-            Level::DEBUG,
-            "redlock_core::test".to_owned(),
-            "a debug line answer=42".to_owned()
-        )),
-        "{lines:?}"
+    let wanted = (
+        Level::DEBUG,
+        "redlock_core::test".to_owned(),
+        "a debug line answer=42".to_owned(),
     );
+    eventually(|| seen.lock().unwrap().contains(&wanted)).await;
+    forward_logs(None, None).unwrap();
+}
+
+async fn eventually(done: impl Fn() -> bool) {
+    for _ in 0..300 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("not within 3 s");
+}
+
+/// The sink runs on a thread of its own: a sink that blocks holds up no thread that logs, and
+/// lines past the queue's bound are dropped and counted in a warn line of their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_sink_holds_up_no_thread_that_logs() {
+    let _serial = SERIAL.lock().await;
+    let (release, blocked) = std::sync::mpsc::channel::<()>();
+    let blocked = Mutex::new(Some(blocked));
+    let seen: Seen = Arc::default();
+    let kept = seen.clone();
+    forward_logs(
+        Some(Level::WARN),
+        Some(Arc::new(move |record: &LogRecord<'_>| {
+            if let Some(blocked) = blocked.lock().unwrap().take() {
+                let _ = blocked.recv(); // the first line waits until the test lets it go
+            }
+            kept.lock().unwrap().push((
+                record.level,
+                record.target.to_owned(),
+                record.message.to_owned(),
+            ));
+        })),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let lines = redlock_core::logs::QUEUED * 3;
+    for i in 0..lines {
+        tracing::warn!(target: "redlock_core::test", "line {i}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    release.send(()).unwrap();
+    let dropped_line = |(_, _, message): &(Level, String, String)| {
+        message
+            .ends_with("log lines of the library were dropped: the host's logging did not keep up")
+    };
+    eventually(|| seen.lock().unwrap().iter().any(dropped_line)).await;
+    let seen = seen.lock().unwrap().clone();
+    let delivered = seen
+        .iter()
+        .filter(|line| line.2.starts_with("line "))
+        .count();
+    let dropped: usize = seen
+        .iter()
+        .filter(|line| dropped_line(line))
+        .map(|line| line.2.split(' ').next().unwrap().parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(
+        delivered + dropped,
+        lines,
+        "{delivered} delivered, {dropped} dropped"
+    );
+    // In order.
+    let numbers: Vec<usize> = seen
+        .iter()
+        .filter_map(|line| line.2.strip_prefix("line ")?.parse().ok())
+        .collect();
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "out of order");
     forward_logs(None, None).unwrap();
 }

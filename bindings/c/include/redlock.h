@@ -323,10 +323,11 @@ typedef struct rl_pending {
 } rl_pending;
 
 /**
- * Called on the thread that logged, with NUL-terminated UTF-8 valid only during the call:
- * `target` is where the line comes from (a module path), `message` the line with its fields
- * (`key=value`). Must return promptly, must not call `rl_set_log_callback`, and must not
- * unwind into the library.
+ * Called with NUL-terminated UTF-8 valid only during the call: `target` is where the line comes
+ * from (a module path), `message` the line with its fields (`key=value`). Called on a thread the
+ * library keeps for its log lines, one line at a time, in order: a slow callback holds up none
+ * of the library's work (past 1024 lines waiting, lines are dropped and a warn line counts
+ * them). Must not call `rl_set_log_callback`, and must not unwind into the library.
  */
 typedef void (*rl_log_fn)(void *user_data,
                           enum rl_log_level level,

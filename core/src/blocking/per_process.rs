@@ -25,6 +25,13 @@ impl<T> PerProcess<T> {
         }
     }
 
+    /// A slot with nothing in it yet.
+    pub fn empty() -> Self {
+        PerProcess {
+            current: AtomicPtr::new(Slot::leaked(None)),
+        }
+    }
+
     /// This process' slot: `None` in a child until it puts its own value there.
     pub fn slot(&self) -> &Mutex<Option<T>> {
         let pid = crate::inspect::process_id();
