@@ -178,6 +178,21 @@ impl Visit for Line {
     }
 }
 
+/// Ends this process' sink thread once it has handed over the line in hand (a new line would
+/// start another): for a library about to be unloaded (JNI's `JNI_OnUnload`), whose threads must
+/// not outlive it. Forwarding should be stopped first.
+#[doc(hidden)]
+pub fn end_delivery_thread() {
+    if let Some(queue) = QUEUE.get() {
+        let sender = queue
+            .slot()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(sender);
+    }
+}
+
 /// Hands `line` to the sink's thread (started if this process has none), or counts it dropped.
 fn queue(line: Owned) {
     let slot = QUEUE.get_or_init(PerProcess::empty).slot();

@@ -27,8 +27,8 @@ _LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p)
 
 @_LOG_FN
 def _forward(level: int, target: bytes, message: bytes) -> None:
-    # Called on the thread that logged (a library thread, or a Python thread inside a call):
-    # nothing, not even a handler's failure, may escape into the native caller.
+    # Called on the library's log thread, one line at a time: nothing, not even a handler's
+    # failure, may escape into the native caller.
     with contextlib.suppress(Exception):
         _logger.log(
             _LEVELS.get(level, logging.DEBUG),

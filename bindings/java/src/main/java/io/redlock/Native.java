@@ -15,9 +15,20 @@ final class Native {
 
   static {
     NativeLibrary.load();
+    // The library's own log lines go to System.Logger "io.redlock" from the start.
+    RedlockLogs.forwardByDefault();
   }
 
   private Native() {}
+
+  /** Loads the library (this class's initializer), if it is not loaded yet. */
+  static void ensureLoaded() {}
+
+  /**
+   * Forwards the library's log lines at {@code level} (1 error, 2 warn, 3 info, 4 debug, 5 trace)
+   * or more severe to {@code RedlockLogs.log}; 0 stops them. For this copy of the library.
+   */
+  static native void logsForward(int level);
 
   static native String newOwnerToken();
 
