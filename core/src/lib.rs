@@ -79,6 +79,10 @@
 //!   connections of that runtime; the pub/sub connection runs on the runtime of the first caller
 //!   that waits and is started again on another should that one end. When no thread can be
 //!   made, calls that need one fail with [`Error::Connection`] rather than panic.
+//! - **Log lines** through `tracing` (a lost hold, a failed renewal, a contention alert with its
+//!   holders' host, pid and thread; holds lost together are summed up in one line). A host that
+//!   does not use `tracing` gets them through [`logs::forward_logs`], on a thread of their own,
+//!   as every language binding does.
 //!
 //! Keys: see [`keys`] for the layout (every key of a name in one cluster slot). The scripts need
 //! Redis 5.0 or later and use nothing newer (a test keeps it so).
