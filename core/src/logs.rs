@@ -88,7 +88,26 @@ pub fn forward_logs(level: Option<Level>, sink: Option<LogSink>) -> Result<()> {
     Ok(())
 }
 
-fn level_number(level: Level) -> u8 {
+/// A level as the bindings pass it across their boundary: 0 none, 1 error, 2 warn, 3 info,
+/// 4 debug, 5 trace; anything else is an [`Error::InvalidArgument`].
+pub fn level_from_number(number: i64) -> Result<Option<Level>> {
+    Ok(Some(match number {
+        0 => return Ok(None),
+        1 => Level::ERROR,
+        2 => Level::WARN,
+        3 => Level::INFO,
+        4 => Level::DEBUG,
+        5 => Level::TRACE,
+        other => {
+            return Err(Error::invalid(format!(
+                "log level {other} is not 0 (none) to 5 (trace)"
+            )));
+        }
+    }))
+}
+
+/// `level` as the bindings pass it (see [`level_from_number`]).
+pub fn level_number(level: Level) -> u8 {
     match level {
         Level::ERROR => 1,
         Level::WARN => 2,

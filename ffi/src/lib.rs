@@ -10,6 +10,8 @@
 #[cfg(feature = "c-api")]
 pub mod c_api;
 #[cfg(any(feature = "c-api", feature = "python"))]
+mod c_text;
+#[cfg(any(feature = "c-api", feature = "python"))]
 mod fork_safety;
 #[cfg(feature = "java")]
 mod jni_api;

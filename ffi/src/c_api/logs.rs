@@ -3,10 +3,10 @@
 
 #![allow(non_camel_case_types)]
 
-use std::ffi::{CString, c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
-use redlock_core::logs::{Level, LogRecord, forward_logs};
+use redlock_core::logs::{Level, LogRecord, forward_logs, level_from_number, level_number};
 
 use super::error::{FfiError, rl_error};
 use super::guard::guard;
@@ -59,26 +59,13 @@ pub unsafe extern "C" fn rl_set_log_callback(
     err: *mut rl_error,
 ) -> rl_status {
     guard(err, || {
-        let wanted = match level {
-            0 => None,
-            1 => Some(Level::ERROR),
-            2 => Some(Level::WARN),
-            3 => Some(Level::INFO),
-            4 => Some(Level::DEBUG),
-            5 => Some(Level::TRACE),
-            other => {
-                return Err(FfiError::new(
-                    rl_status::RL_INVALID_ARGUMENT,
-                    format!("log level {other} is not an rl_log_level (0 to 5)"),
-                ));
-            }
-        };
+        let wanted = level_from_number(i64::from(level))?;
         // An address the library only hands back (the caller vouches for its thread safety).
         let user_data = user_data as usize;
         let sink = callback.map(|function| {
             Arc::new(move |record: &LogRecord<'_>| {
-                let target = c_text(record.target);
-                let message = c_text(record.message);
+                let target = crate::c_text::nul_replaced(record.target);
+                let message = crate::c_text::nul_replaced(record.message);
                 // SAFETY: per this function's contract; both strings live through the call.
                 unsafe {
                     function(
@@ -95,17 +82,11 @@ pub unsafe extern "C" fn rl_set_log_callback(
 }
 
 fn level_of(level: Level) -> rl_log_level {
-    match level {
-        Level::ERROR => rl_log_level::RL_LOG_ERROR,
-        Level::WARN => rl_log_level::RL_LOG_WARN,
-        Level::INFO => rl_log_level::RL_LOG_INFO,
-        Level::DEBUG => rl_log_level::RL_LOG_DEBUG,
-        Level::TRACE => rl_log_level::RL_LOG_TRACE,
+    match level_number(level) {
+        1 => rl_log_level::RL_LOG_ERROR,
+        2 => rl_log_level::RL_LOG_WARN,
+        3 => rl_log_level::RL_LOG_INFO,
+        4 => rl_log_level::RL_LOG_DEBUG,
+        _ => rl_log_level::RL_LOG_TRACE,
     }
-}
-
-/// `text` as a C string; a NUL inside (a lock name may hold one) becomes U+FFFD.
-fn c_text(text: &str) -> CString {
-    CString::new(text)
-        .unwrap_or_else(|_| CString::new(text.replace('\0', "\u{fffd}")).expect("no NUL left"))
 }

@@ -23,9 +23,9 @@ use jni::objects::{JClass, JStaticMethodID, WeakRef};
 use jni::signature::{Primitive, ReturnType};
 use jni::sys::{jint, jvalue};
 use jni::{JNIEnv, JavaVM};
-use redlock_core::logs::{Level, LogRecord, LogSink, forward_logs};
+use redlock_core::logs::{LogRecord, LogSink, forward_logs, level_from_number, level_number};
 
-use super::error::{Failure, invalid};
+use super::error::Failure;
 use super::guard::entry;
 
 /// The class that receives the lines, found through the binding's own class loader.
@@ -65,15 +65,7 @@ pub extern "system" fn Java_io_redlock_Native_logsForward<'local>(
     level: jint,
 ) {
     entry(&mut env, (), |env| {
-        let level = match level {
-            0 => None,
-            1 => Some(Level::ERROR),
-            2 => Some(Level::WARN),
-            3 => Some(Level::INFO),
-            4 => Some(Level::DEBUG),
-            5 => Some(Level::TRACE),
-            other => return Err(invalid(format!("log level {other} is not 0 (off) to 5"))),
-        };
+        let level = level_from_number(i64::from(level))?;
         let _changing = lock(&CHANGING);
         let Some(level) = level else {
             stop()?;
@@ -138,7 +130,7 @@ impl Receiver {
         let message = env.new_string(record.message)?;
         let args = [
             jvalue {
-                i: level_number(record.level),
+                i: jint::from(level_number(record.level)),
             },
             jvalue { l: target.as_raw() },
             jvalue {
@@ -211,17 +203,6 @@ fn deliver(record: &LogRecord<'_>) {
         }
         delivered
     });
-}
-
-/// The level as `RedlockLogs.log` takes it (as `Native.logsForward` does).
-fn level_number(level: Level) -> jint {
-    match level {
-        Level::ERROR => 1,
-        Level::WARN => 2,
-        Level::INFO => 3,
-        Level::DEBUG => 4,
-        Level::TRACE => 5,
-    }
 }
 
 /// A lock that a panic elsewhere does not poison for good.

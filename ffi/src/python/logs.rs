@@ -1,10 +1,10 @@
 //! The library's log lines handed to Python's `logging` (logger `redlock_sdk`), through a ctypes
 //! callback the package registers at import (`_logs.py`).
 
-use std::ffi::{CString, c_char, c_int};
+use std::ffi::{c_char, c_int};
 use std::sync::Arc;
 
-use redlock_core::logs::{Level, LogRecord, LogSink, forward_logs};
+use redlock_core::logs::{LogRecord, LogSink, forward_logs, level_from_number, level_number};
 
 use super::events::InPython;
 
@@ -21,29 +21,17 @@ pub extern "C" fn redlock_python_forward_logs(
     level: c_int,
     callback: Option<PythonLogFn>,
 ) -> c_int {
-    let wanted = match level {
-        0 => None,
-        1 => Some(Level::ERROR),
-        2 => Some(Level::WARN),
-        3 => Some(Level::INFO),
-        4 => Some(Level::DEBUG),
-        5 => Some(Level::TRACE),
-        _ => return 1,
+    let Ok(wanted) = level_from_number(i64::from(level)) else {
+        return 1;
     };
     let sink = callback.map(|function| {
         Arc::new(move |record: &LogRecord<'_>| {
             let Some(_in_python) = InPython::enter() else {
                 return;
             };
-            let target = c_text(record.target);
-            let message = c_text(record.message);
-            let level = match record.level {
-                Level::ERROR => 1,
-                Level::WARN => 2,
-                Level::INFO => 3,
-                Level::DEBUG => 4,
-                Level::TRACE => 5,
-            };
+            let target = crate::c_text::nul_replaced(record.target);
+            let message = crate::c_text::nul_replaced(record.message);
+            let level = c_int::from(level_number(record.level));
             // SAFETY: a ctypes function of this signature, kept alive by the package for the
             // life of the process; both strings live through the call.
             unsafe { function(level, target.as_ptr(), message.as_ptr()) }
@@ -54,10 +42,4 @@ pub extern "C" fn redlock_python_forward_logs(
         Ok(Ok(())) => 0,
         _ => 2,
     }
-}
-
-/// `text` as a C string; a NUL inside (a lock name may hold one) becomes U+FFFD.
-fn c_text(text: &str) -> CString {
-    CString::new(text)
-        .unwrap_or_else(|_| CString::new(text.replace('\0', "\u{fffd}")).expect("no NUL left"))
 }
