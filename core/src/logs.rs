@@ -47,8 +47,8 @@ pub type LogSink = Arc<dyn Fn(&LogRecord<'_>) + Send + Sync>;
 
 /// 0: nothing forwarded; else 1 (error) to 5 (trace), the least severe level forwarded.
 static LEVEL: AtomicU8 = AtomicU8::new(0);
-/// The sink, swapped without a lock (see the guarantees): a leaked box per registration, which
-/// a host makes once or a few times.
+/// The sink, read without a lock by the sink's thread (see the guarantees); a box swapped out
+/// is freed by a later change once no reader may hold it (`READERS`).
 static SINK: std::sync::atomic::AtomicPtr<LogSink> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 /// Whether our subscriber is the process' global one.
@@ -80,13 +80,32 @@ pub fn forward_logs(level: Option<Level>, sink: Option<LogSink>) -> Result<()> {
         (Some(level), Some(sink)) => (level_number(level), Some(sink)),
         _ => (0, None),
     };
+    // One change at a time (a per-process lock: a child never waits for a parent's thread).
+    let changing = CHANGING.get_or_init(|| PerProcess::new(Vec::new()));
+    let mut retired = changing.slot().lock().unwrap_or_else(|e| e.into_inner());
+    let retired = retired.get_or_insert_with(Vec::new);
     let fresh = sink.map_or(std::ptr::null_mut(), |sink| Box::into_raw(Box::new(sink)));
-    // The old box is leaked, not freed: a thread may be calling it right now.
-    SINK.swap(fresh, Ordering::AcqRel);
+    let old = SINK.swap(fresh, Ordering::SeqCst);
+    if !old.is_null() {
+        retired.push(old as usize);
+    }
+    // Freed once no thread is inside `hand_over` (one that enters later reads `fresh`); else
+    // kept for the next change.
+    if READERS.load(Ordering::SeqCst) == 0 {
+        for old in retired.drain(..) {
+            // SAFETY: from Box::into_raw above, swapped out of SINK, no reader holds it.
+            drop(unsafe { Box::from_raw(old as *mut LogSink) });
+        }
+    }
     LEVEL.store(level, Ordering::Release);
     tracing::callsite::rebuild_interest_cache();
     Ok(())
 }
+
+/// Serializes `forward_logs`; holds the sinks swapped out while a reader may still use them.
+static CHANGING: OnceLock<PerProcess<Vec<usize>>> = OnceLock::new();
+/// Threads inside `hand_over` (between reading SINK and done with the sink).
+static READERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// A level as the bindings pass it across their boundary: 0 none, 1 error, 2 warn, 3 info,
 /// 4 debug, 5 trace; anything else is an [`Error::InvalidArgument`].
@@ -251,8 +270,16 @@ fn hand_over(level: &Level, target: &str, message: &str) {
     if !wanted(level) {
         return;
     }
-    // SAFETY: boxes stored in SINK are leaked, never freed.
-    let Some(sink) = (unsafe { SINK.load(Ordering::Acquire).as_ref() }) else {
+    struct Reading;
+    impl Drop for Reading {
+        fn drop(&mut self) {
+            READERS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    READERS.fetch_add(1, Ordering::SeqCst);
+    let _reading = Reading;
+    // SAFETY: a box swapped out of SINK is freed only when READERS is 0 after the swap.
+    let Some(sink) = (unsafe { SINK.load(Ordering::SeqCst).as_ref() }) else {
         return;
     };
     // A sink that panics loses its line, not the thread.

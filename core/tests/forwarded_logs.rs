@@ -165,3 +165,34 @@ async fn a_slow_sink_holds_up_no_thread_that_logs() {
     assert!(numbers.windows(2).all(|w| w[0] < w[1]), "out of order");
     forward_logs(None, None).unwrap();
 }
+
+/// Changing the level or the sink again and again (a host that raises it per incident) frees
+/// the sinks swapped out: memory does not grow with the number of changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn level_changes_do_not_grow_memory() {
+    let _serial = SERIAL.lock().await;
+    let seen: Seen = Arc::default();
+    forward_logs(Some(Level::WARN), Some(sink(&seen))).unwrap();
+    let before = rss_kib();
+    for i in 0..400_000 {
+        let level = if i % 2 == 0 {
+            Level::WARN
+        } else {
+            Level::ERROR
+        };
+        forward_logs(Some(level), Some(sink(&seen))).unwrap();
+    }
+    let after = rss_kib();
+    forward_logs(None, None).unwrap();
+    assert!(
+        after < before + 4 * 1024,
+        "RSS grew by {} KiB over 400 000 changes",
+        after - before
+    );
+}
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}

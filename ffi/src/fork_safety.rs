@@ -36,7 +36,7 @@ fn register() {
     static ONCE: Once = Once::new();
     // SAFETY: the handlers only lock and unlock this library's tables.
     ONCE.call_once(|| unsafe {
-        pthread_atfork(Some(prepare), Some(release), Some(release));
+        pthread_atfork(Some(prepare), Some(release), Some(in_child));
     });
 }
 
@@ -62,6 +62,13 @@ unsafe extern "C" fn prepare() {
     #[cfg(feature = "python")]
     crate::python::lock_every_registry(&mut held);
     HELD.set(Box::into_raw(Box::new(held)));
+}
+
+unsafe extern "C" fn in_child() {
+    // SAFETY: as `release`, on the thread that forked (the child's only thread).
+    unsafe { release() };
+    #[cfg(feature = "python")]
+    crate::python::forget_threads_in_python();
 }
 
 unsafe extern "C" fn release() {

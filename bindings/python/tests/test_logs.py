@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 import redlock_sdk as rl
+from redlock_sdk._client import _close_at_exit
 
 
 @pytest.fixture(autouse=True)
@@ -68,3 +71,38 @@ def test_set_log_level_none_stops_the_lines_and_debug_adds_some(
     lock.acquire()
     client.force_unlock("quiet")
     assert len(_lost_lines(caplog, "quiet")) == 1
+
+
+def test_a_child_forked_while_a_line_is_in_python_exits_at_once(
+    client: rl.Client,
+) -> None:
+    """The library's log thread inside a slow handler when the process forks: the child's exit
+    does not wait for that thread, which does not exist in the child."""
+    entered = threading.Event()
+
+    class Slow(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            entered.set()
+            time.sleep(3)
+
+    handler = Slow()
+    logger = logging.getLogger("redlock_sdk")
+    logger.addHandler(handler)
+    try:
+        lock = client.lock("slow-line")
+        lock.acquire()
+        client.force_unlock("slow-line")  # a warn line: the slow handler runs on the log thread
+        assert entered.wait(5)
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # the child: runs the package's atexit hook, as its exit would
+            try:
+                _close_at_exit()
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        took = time.monotonic() - started
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        assert took < 1.5, f"the child took {took:.2f} s to exit"
+    finally:
+        logger.removeHandler(handler)

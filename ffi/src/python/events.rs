@@ -26,6 +26,12 @@ pub trait EventListener: Send + Sync {
 static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
 static EXITING: AtomicBool = AtomicBool::new(false);
 
+/// In a forked child (its `pthread_atfork` handler, `fork_safety`): the threads the parent had
+/// inside Python do not exist here, and the child's exit must not wait for them.
+pub(crate) fn forget_threads_in_python() {
+    IN_PYTHON.store(0, Ordering::SeqCst);
+}
+
 /// While alive, a native thread may call into Python.
 pub(crate) struct InPython(());
 

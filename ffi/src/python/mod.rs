@@ -72,6 +72,8 @@ where
         .unwrap_or_else(|_| Err(NativeError::internal("the lock operation was aborted")))
 }
 
+pub(crate) use events::forget_threads_in_python;
+
 /// Every registry, locked in one order (see `crate::fork_safety`).
 pub(crate) fn lock_every_registry(held: &mut Vec<Box<dyn std::any::Any>>) {
     held.push(owner::OWNERS.lock_for_fork());
