@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use crate::background::CommandConnection;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ContentionAlert, ContentionCallback, LockLostCallback, LockLostEvent, redact};
@@ -40,7 +42,7 @@ pub(crate) struct ClientInner {
     pub(crate) config: Config,
     /// The multiplexed command connection; taken out once the client is closed and its
     /// tidy-ups are done (see `keepalive`), so that its socket closes with the client.
-    connection: Mutex<Option<crate::background::CommandConnection>>,
+    connection: Mutex<Option<CommandConnection>>,
     /// What a new command connection is made of, when the manager's own reconnect was refused
     /// (redis-rs retries a failed reconnect only after an I/O error: see `after_error`).
     remake: (redis::Client, ConnectionManagerConfig),
@@ -227,7 +229,7 @@ impl ClientBuilder {
             closed: AtomicBool::new(false),
             shutdown,
             cluster_mode: false,
-            connection: Mutex::new(Some(crate::background::CommandConnection(connection))),
+            connection: Mutex::new(Some(CommandConnection(connection))),
             remake: (redis_for_remake, manager_config),
             config,
         });
@@ -408,7 +410,7 @@ impl ClientInner {
 
     /// The command connection itself, with no timeout or closed check: for a call that keeps
     /// its own timeout, and for tidying up after close (`Closed` once it was closed itself).
-    pub(crate) fn command_connection(&self) -> Result<crate::background::CommandConnection> {
+    pub(crate) fn command_connection(&self) -> Result<CommandConnection> {
         self.connection.lock().unwrap().clone().ok_or(Error::Closed)
     }
 
@@ -451,7 +453,7 @@ impl ClientInner {
         let mut connection = self.connection.lock().unwrap();
         if connection.is_some() {
             let (redis, config) = &self.remake;
-            *connection = Some(crate::background::CommandConnection(
+            *connection = Some(CommandConnection(
                 ConnectionManager::new_lazy_with_config(redis.clone(), config.clone())
                     .expect("a lazy connection manager"),
             ));

@@ -17,7 +17,7 @@
 //!   thread held. The sink must not log through `tracing` itself.
 
 use std::fmt::{self, Write};
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, OnceLock};
 
@@ -51,6 +51,11 @@ static LEVEL: AtomicU8 = AtomicU8::new(0);
 /// is freed by a later change once no reader may hold it (`READERS`).
 static SINK: std::sync::atomic::AtomicPtr<LogSink> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+/// Serializes `forward_logs`; holds the sinks swapped out while a reader may still use them.
+static CHANGING: OnceLock<PerProcess<Vec<usize>>> = OnceLock::new();
+/// Threads inside `hand_over` (between reading SINK and done with the sink).
+static READERS: AtomicUsize = AtomicUsize::new(0);
+
 /// Whether our subscriber is the process' global one.
 static INSTALLED: OnceLock<bool> = OnceLock::new();
 /// Lines waiting for the sink's thread, at most.
@@ -101,11 +106,6 @@ pub fn forward_logs(level: Option<Level>, sink: Option<LogSink>) -> Result<()> {
     tracing::callsite::rebuild_interest_cache();
     Ok(())
 }
-
-/// Serializes `forward_logs`; holds the sinks swapped out while a reader may still use them.
-static CHANGING: OnceLock<PerProcess<Vec<usize>>> = OnceLock::new();
-/// Threads inside `hand_over` (between reading SINK and done with the sink).
-static READERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// A level as the bindings pass it across their boundary: 0 none, 1 error, 2 warn, 3 info,
 /// 4 debug, 5 trace; anything else is an [`Error::InvalidArgument`].

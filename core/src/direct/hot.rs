@@ -30,13 +30,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionLike;
-
-use crate::background::CommandConnection as ConnectionManager;
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::resp::ReplyBuffer;
 use super::wire::{Stream, Wire};
+use crate::background::CommandConnection;
 
 /// Direct connections per client by default, idle or in use: enough for the callers that gain
 /// from them (beyond a few at once, pipelining on the multiplexed connection serves them as well).
@@ -49,17 +48,17 @@ const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 /// A connection for one hot call: a direct one if idle, else the multiplexed one.
 pub(crate) enum HotConnection {
     Direct(PooledWire),
-    Shared(ConnectionManager),
+    Shared(CommandConnection),
     /// The multiplexed one when a direct one was just found closed: a server that closes idle
     /// clients, or restarted, has likely closed it too, which its manager learns only from a
     /// failed call. A `PING` goes first (its failure makes the manager reconnect), so that the
     /// call itself, which must not be sent twice, does not fail on the dead connection.
     /// A `PING` that works there clears the pool's suspicion of it.
-    Suspect(ConnectionManager, Arc<HotConnections>),
+    Suspect(CommandConnection, Arc<HotConnections>),
 }
 
 /// The `PING` ahead of a call on a suspect connection. Its reply, or failure, is not the call's.
-async fn probe(shared: &mut ConnectionManager, pool: &HotConnections) {
+async fn probe(shared: &mut CommandConnection, pool: &HotConnections) {
     if shared.req_packed_command(&redis::cmd("PING")).await.is_ok() {
         pool.shared_suspect.store(false, Ordering::Release);
     }
@@ -152,7 +151,7 @@ impl HotConnections {
     /// way).
     pub(crate) fn connection<E>(
         self: &Arc<Self>,
-        shared: impl FnOnce() -> Result<ConnectionManager, E>,
+        shared: impl FnOnce() -> Result<CommandConnection, E>,
     ) -> Result<HotConnection, E> {
         let idle = self.idle_of_this_runtime();
         match idle {
@@ -182,7 +181,7 @@ impl HotConnections {
     /// used from several runtimes (one per worker thread, or a short-lived one) keeps sockets
     /// of each, and one of another runtime is closed only to make room, when the pool is full.
     fn idle_of_this_runtime(&self) -> Option<AsyncWire> {
-        let here = tokio::runtime::Handle::try_current().ok()?.id();
+        let here = current_runtime()?;
         let mut idle = self.idle.lock().unwrap();
         if let Some(at) = idle.iter().rposition(|wire| wire.runtime == here) {
             return Some(idle.swap_remove(at));
@@ -357,7 +356,7 @@ impl AsyncWire {
             out: Vec::with_capacity(512),
             replies: ReplyBuffer::new(),
             in_step: true,
-            runtime: tokio::runtime::Handle::current().id(),
+            runtime: current_runtime().expect("made inside the runtime"),
         })
     }
 
@@ -393,8 +392,7 @@ impl AsyncWire {
         // library's runtime because its caller's runtime is ending (see `in_flight`), whose
         // reactor may be gone by now. Its reply is read from the descriptor itself.
         #[cfg(unix)]
-        let mut foreign =
-            tokio::runtime::Handle::try_current().map(|h| h.id()).ok() != Some(self.runtime);
+        let mut foreign = current_runtime() != Some(self.runtime);
         let mut replies = Vec::with_capacity(count);
         while replies.len() < count {
             if let Some(reply) = self.replies.next_reply()? {
@@ -426,10 +424,7 @@ impl AsyncWire {
                 // Its runtime ended while the read waited there (now on another runtime: the
                 // call was abandoned, see above): read on from the descriptor.
                 #[cfg(unix)]
-                Err(_)
-                    if tokio::runtime::Handle::try_current().map(|h| h.id()).ok()
-                        != Some(self.runtime) =>
-                {
+                Err(_) if current_runtime() != Some(self.runtime) => {
                     foreign = true;
                     continue;
                 }
@@ -447,6 +442,11 @@ impl AsyncWire {
         self.in_step = self.replies.is_empty();
         Ok(replies)
     }
+}
+
+/// The runtime this code runs in, if any.
+fn current_runtime() -> Option<tokio::runtime::Id> {
+    tokio::runtime::Handle::try_current().ok().map(|h| h.id())
 }
 
 /// Up to `max` bytes read from the socket's descriptor (a duplicate of it) on a blocking

@@ -234,14 +234,14 @@ impl PubSubHub {
     /// A subscription only if the channel is already confirmed (no Redis traffic, no waiting).
     /// Without any subscription (the uncontended case) the channel's name is not even written.
     pub(crate) fn active(&self, channel: impl fmt::Display) -> Option<Subscription> {
-        // Before the channels' lock: `commands` takes the two the other way round.
+        if self.shared.channels.lock().unwrap().is_empty() {
+            return None; // the uncontended case: one lock, nothing else
+        }
+        // Not under the channels' lock: `commands` takes the two the other way round.
         if self.task_ended() {
             return None;
         }
         let mut channels = self.shared.channels.lock().unwrap();
-        if channels.is_empty() {
-            return None;
-        }
         let channel = channel.to_string();
         let state = channels.get_mut(&channel).filter(|s| s.confirmed)?;
         state.users += 1;

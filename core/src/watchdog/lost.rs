@@ -133,15 +133,16 @@ impl LostHolds {
 /// at debug level: an outage that loses 2 000 holds must not write 2 000 warn lines at once.
 pub(super) const LOST_LOGGED_EACH: usize = 10;
 
-/// One warn line for holds lost together (when more than [`LOST_LOGGED_EACH`]).
-pub(super) fn log_lost_many(client: &ClientInner, keys: &[&WatchKey]) {
-    let names: Vec<&str> = keys
-        .iter()
-        .take(LOST_LOGGED_EACH)
-        .map(|k| &*k.keys.name)
-        .collect();
+/// One warn line for `count` holds lost together (when more than [`LOST_LOGGED_EACH`]), naming
+/// the first few.
+pub(super) fn log_lost_many<'a>(
+    client: &ClientInner,
+    count: usize,
+    names: impl Iterator<Item = &'a str>,
+) {
+    let names: Vec<&str> = names.take(LOST_LOGGED_EACH).collect();
     tracing::warn!(
-        holds = keys.len(),
+        holds = count,
         server = %crate::config::redact(&client.config.url),
         first_locks = ?names,
         "locks lost: the holds are gone from Redis (expired or force-unlocked); their owners no \

@@ -314,7 +314,11 @@ impl Watchdog {
     fn lost_all(&self, client: &ClientInner, gone: Vec<(WatchKey, WatchEntry)>) {
         let summed_up = gone.len() > LOST_LOGGED_EACH;
         if summed_up {
-            log_lost_many(client, &gone.iter().map(|(key, _)| key).collect::<Vec<_>>());
+            log_lost_many(
+                client,
+                gone.len(),
+                gone.iter().map(|(key, _)| &*key.keys.name),
+            );
         }
         for (key, entry) in gone {
             self.lost_logged(client, key, entry, summed_up);

@@ -3,11 +3,9 @@
 //! which passes them to `System.Logger` `io.redlock` (java.util.logging, or an SLF4J bridge).
 //!
 //! A line arrives on the library's log thread (see [`redlock_core::logs`]: one line at a time,
-//! in order), attached to the JVM as a daemon the first time and left attached, as for callbacks
-//! ([`super::callbacks`]). Each line runs in its own local frame; an exception thrown by the
-//! Java side is printed and cleared (and one already pending, were the sink ever called on a
-//! Java thread, is set aside and restored). A line logged while this thread hands one to Java
-//! is dropped instead of looping.
+//! in order, a panic caught there), attached to the JVM as a daemon the first time and left
+//! attached, as for callbacks ([`super::callbacks`]). Each line runs in its own local frame; an
+//! exception thrown by the Java side is printed and cleared.
 //!
 //! The class is held through a *weak* global reference: a global reference is a GC root, and
 //! one to a class of the binding would keep its class loader, and this copy of the library,
@@ -15,9 +13,7 @@
 //! dropped. The reference is deleted when forwarding stops, and on unload ([`stop_for_unload`]).
 //! During JVM shutdown, a thread that cannot attach drops its line.
 
-use std::cell::Cell;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use jni::objects::{JClass, JStaticMethodID, WeakRef};
 use jni::signature::{Primitive, ReturnType};
@@ -48,11 +44,6 @@ struct Receiver {
 static RECEIVER: Mutex<Option<Arc<Receiver>>> = Mutex::new(None);
 /// Serializes the changes of level (Java's `RedlockLogs.setLevel` and `JNI_OnUnload`).
 static CHANGING: Mutex<()> = Mutex::new(());
-
-thread_local! {
-    /// Whether this thread is handing a line to Java right now.
-    static DELIVERING: Cell<bool> = const { Cell::new(false) };
-}
 
 /// `static native void logsForward(int level)`: sends the library's log lines at `level` (1
 /// error, 2 warn, 3 info, 4 debug, 5 trace) or more severe to `RedlockLogs.log`; 0 stops them.
@@ -151,55 +142,23 @@ impl Receiver {
     }
 }
 
-/// The sink given to the core: one for the life of the process (the core keeps every sink it
-/// was given), reading the current receiver.
+/// The sink given to the core: whatever receiver is current when a line comes.
 fn sink() -> LogSink {
-    static SINK: OnceLock<LogSink> = OnceLock::new();
-    SINK.get_or_init(|| {
-        Arc::new(|record: &LogRecord<'_>| {
-            // A panic must not unwind into the logging thread (a library thread, or a Java
-            // thread inside an entry point).
-            let _ = catch_unwind(AssertUnwindSafe(|| deliver(record)));
-        })
-    })
-    .clone()
+    Arc::new(deliver)
 }
 
 fn deliver(record: &LogRecord<'_>) {
-    if DELIVERING.with(|delivering| delivering.replace(true)) {
-        return; // logged while this thread hands a line to Java
-    }
-    struct Delivered;
-    impl Drop for Delivered {
-        fn drop(&mut self) {
-            DELIVERING.with(|delivering| delivering.set(false));
-        }
-    }
-    let _delivered = Delivered;
-
     let Some(receiver) = lock(&RECEIVER).clone() else {
         return; // forwarding was stopped meanwhile
     };
-    // A Java thread inside an entry point is attached already (this returns its env).
     let Ok(mut env) = receiver.vm.attach_current_thread_as_daemon() else {
         return; // the JVM is shutting down: nobody is left to read it
     };
     let _ = env.with_local_frame(8, |env| -> jni::errors::Result<()> {
-        // No JNI call but a few may be made while an exception is pending.
-        let pending = if env.exception_check()? {
-            let pending = env.exception_occurred()?;
-            env.exception_clear()?;
-            Some(pending)
-        } else {
-            None
-        };
         let delivered = receiver.call(env, record);
         if env.exception_check().unwrap_or(false) {
             let _ = env.exception_describe();
             let _ = env.exception_clear();
-        }
-        if let Some(pending) = pending {
-            env.throw(pending)?;
         }
         delivered
     });
