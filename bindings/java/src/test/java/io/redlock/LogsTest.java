@@ -86,7 +86,7 @@ class LogsTest extends RedisTestBase {
 
   /**
    * A hold kept by a client's watchdog, force-unlocked by another client; returns its name once
-   * the watchdog reported the loss (its warn line is logged before the listener runs).
+   * the watchdog reported the loss (its warn line is queued before the listener runs).
    */
   private String loseAHold() throws Exception {
     String name = uniqueName();
