@@ -12,6 +12,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use crate::background::CommandConnection;
 use tokio_util::sync::CancellationToken;
 
+use crate::callbacks::Callbacks;
 use crate::config::{ContentionAlert, ContentionCallback, LockLostCallback, LockLostEvent, redact};
 use crate::direct::{DirectConnections, HotConnection, HotConnections, MAX_DIRECT_CONNECTIONS};
 use crate::error::{Error, Result};
@@ -52,6 +53,8 @@ pub(crate) struct ClientInner {
     pub(crate) hot: Arc<HotConnections>,
     pub(crate) pubsub: PubSubHub,
     pub(crate) watchdog: Watchdog,
+    /// The user's callbacks, run in order off the caller's thread (see `callbacks`).
+    pub(crate) callbacks: Arc<Callbacks>,
     locals: Mutex<HashMap<Arc<str>, Weak<LocalLock>>>,
     /// Tidy-ups under way for all names (see `keepalive`).
     pub(crate) tidy_ups: Arc<ClientTidyUps>,
@@ -137,7 +140,9 @@ impl ClientBuilder {
         self.config.contention_alert_attempts = attempts;
         self
     }
-    /// Called (on a blocking-pool thread) with each contention alert; alerts are also logged.
+    /// Called with each contention alert; alerts are also logged. A client's callbacks run one at
+    /// a time, in the order raised, on a thread of the library's blocking pool: a slow one
+    /// delays that client's later callbacks, never a call, a renewal or another client.
     pub fn on_contention(
         mut self,
         callback: impl Fn(&ContentionAlert) + Send + Sync + 'static,
@@ -145,7 +150,7 @@ impl ClientBuilder {
         self.config.on_contention = Some(Arc::new(callback) as ContentionCallback);
         self
     }
-    /// Called (on a blocking-pool thread) when a hold kept alive by the watchdog is found gone.
+    /// Called when a hold kept alive by the watchdog is found gone; run as `on_contention` says.
     pub fn on_lock_lost(
         mut self,
         callback: impl Fn(&LockLostEvent) + Send + Sync + 'static,
@@ -224,6 +229,7 @@ impl ClientBuilder {
                 config.subscription_linger,
             ),
             watchdog: Watchdog::default(),
+            callbacks: Arc::default(),
             locals: Mutex::default(),
             tidy_ups: Arc::default(),
             closed: AtomicBool::new(false),
@@ -485,33 +491,6 @@ impl ClientInner {
         let local = Arc::new(LocalLock::new(self.tidy_ups.clone()));
         locals.insert(name.clone(), Arc::downgrade(&local));
         local
-    }
-}
-
-/// Runs a user callback off the async workers, so a slow or panicking callback harms nothing.
-pub(crate) fn run_callback(callback: impl FnOnce() + Send + 'static) {
-    let job = move || {
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback)).is_err() {
-            tracing::error!("a redlock callback panicked");
-        }
-    };
-    // tokio panics when the OS refuses a thread and no thread of the blocking pool is alive
-    // (the job stays queued, for the next thread the pool makes). That panic must not end the
-    // caller: the watchdog task, or a user's call.
-    let spawn = std::panic::AssertUnwindSafe(|| drop(tokio::task::spawn_blocking(job)));
-    if std::panic::catch_unwind(spawn).is_err() {
-        tracing::error!("no thread for a redlock callback now: it runs once one can be made");
-        // The job waits in the pool's queue: a thread made later runs it.
-        tokio::spawn(async {
-            loop {
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                let nudge =
-                    std::panic::AssertUnwindSafe(|| drop(tokio::task::spawn_blocking(|| {})));
-                if std::panic::catch_unwind(nudge).is_ok() {
-                    return;
-                }
-            }
-        });
     }
 }
 

@@ -101,6 +101,7 @@
 
 mod background;
 pub mod blocking;
+mod callbacks;
 mod client;
 mod config;
 mod direct;

@@ -199,8 +199,10 @@ typedef struct rl_lock_lost_event {
 } rl_lock_lost_event;
 
 /**
- * Called on a library thread when a watched hold is lost. Must return promptly and must not
- * unwind (no C++ exceptions, no Go panics) into the library.
+ * Called on a library thread when a watched hold is lost. A client's callbacks run one at a
+ * time, in the order raised: a slow one delays that client's later ones (never a lock call or
+ * a renewal). Must return promptly and must not unwind (no C++ exceptions, no Go panics) into
+ * the library.
  */
 typedef void (*rl_lock_lost_fn)(void *user_data, const struct rl_lock_lost_event *event);
 
@@ -236,8 +238,9 @@ typedef struct rl_contention_alert {
 } rl_contention_alert;
 
 /**
- * Called on a library thread, once per waiting acquire that passes the contention threshold.
- * Must return promptly and must not unwind into the library.
+ * Called on a library thread, once per waiting acquire that passes the contention threshold;
+ * after the client's earlier callbacks, as `rl_lock_lost_fn`. Must return promptly and must
+ * not unwind into the library.
  */
 typedef void (*rl_contention_fn)(void *user_data, const struct rl_contention_alert *alert);
 

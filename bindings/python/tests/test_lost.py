@@ -109,3 +109,44 @@ def test_a_failing_callback_is_logged_not_fatal(
         assert lock.acquire(blocking=False)  # the client still works
         lock.release()
     assert any("callback raised" in r.getMessage() for r in caplog.records)
+
+
+def test_a_storm_of_lost_holds_runs_one_callback_at_a_time(redis_server, prefix: str) -> None:
+    # A Redis that drops every hold at once (flushed, failed over) reports thousands of losses:
+    # one thread for them, in order, not a thread each (before: 300 threads, all stuck here).
+    gate = threading.Event()
+    seen: list[str] = []
+    callers: set[int] = set()
+
+    def on_lost(event: rl.LockLostEvent) -> None:
+        seen.append(event.name)
+        callers.add(threading.get_ident())
+        gate.wait(30)
+
+    def callback_threads() -> int:
+        return sum(t.name == "redlock-callback" for t in threading.enumerate())
+
+    with rl.Client(redis_server.url, prefix=prefix, lease=0.3, on_lock_lost=on_lost) as client:
+        locks = [client.lock(f"storm-{i}") for i in range(300)]
+        for lock in locks:
+            lock.acquire()
+        before = callback_threads()  # (other tests' clients may still have one)
+        redis_server.command(
+            "EVAL",
+            "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end",
+            "0",
+            f"{prefix}*",
+        )
+        deadline = time.monotonic() + 10
+        while any(lock.owned() for lock in locks):
+            assert time.monotonic() < deadline, "the losses were not all found"
+            time.sleep(0.05)
+        time.sleep(0.3)
+        assert callback_threads() <= before + 1
+        assert len(seen) == 1
+        gate.set()
+        while len(seen) < 300:
+            assert time.monotonic() < deadline + 10, f"{len(seen)} of 300 callbacks ran"
+            time.sleep(0.05)
+        assert sorted(seen) == sorted(f"storm-{i}" for i in range(300))
+        assert len(callers) == 1

@@ -447,7 +447,7 @@ impl Lock {
                 ),
             }
             if let Some(callback) = lock.client.config.on_contention.clone() {
-                crate::client::run_callback(move || callback(&alert));
+                lock.client.callbacks.run(move || callback(&alert));
             }
         });
     }

@@ -170,6 +170,6 @@ pub(super) fn report_lost(client: &ClientInner, key: &WatchKey, logged: bool) {
             mode: key.mode,
             owner_token: key.token.to_string(),
         };
-        crate::client::run_callback(move || callback(&event));
+        client.callbacks.run(move || callback(&event));
     }
 }

@@ -1,6 +1,6 @@
 //! Lock-lost and contention callbacks: C function pointers with user data.
 //!
-//! The core calls them on a blocking-pool thread. Each client has a gate so that once
+//! The core calls them on a blocking-pool thread, one at a time per client. Each client has a gate so that once
 //! `rl_client_close` (or `rl_client_free`) returns, no callback of that client is running or will
 //! start: the caller may then free its `user_data`.
 
@@ -45,13 +45,16 @@ pub struct rl_contention_alert {
     pub holders_json: *const c_char,
 }
 
-/// Called on a library thread when a watched hold is lost. Must return promptly and must not
-/// unwind (no C++ exceptions, no Go panics) into the library.
+/// Called on a library thread when a watched hold is lost. A client's callbacks run one at a
+/// time, in the order raised: a slow one delays that client's later ones (never a lock call or
+/// a renewal). Must return promptly and must not unwind (no C++ exceptions, no Go panics) into
+/// the library.
 pub type rl_lock_lost_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const rl_lock_lost_event)>;
 
-/// Called on a library thread, once per waiting acquire that passes the contention threshold.
-/// Must return promptly and must not unwind into the library.
+/// Called on a library thread, once per waiting acquire that passes the contention threshold;
+/// after the client's earlier callbacks, as `rl_lock_lost_fn`. Must return promptly and must
+/// not unwind into the library.
 pub type rl_contention_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, alert: *const rl_contention_alert)>;
 

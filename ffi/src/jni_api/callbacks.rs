@@ -1,6 +1,7 @@
 //! Lock-lost and contention callbacks, delivered to a Java `io.redlock.NativeCallbacks` object.
 //!
-//! The core runs callbacks on its tokio blocking-pool threads. Each is attached to the JVM as a
+//! The core runs a client's callbacks one at a time, in order, on a thread of its tokio
+//! blocking pool. Each such thread is attached to the JVM as a
 //! daemon the first time (and stays attached, so later callbacks cost no attach; a daemon thread
 //! never keeps the JVM from exiting). Every call runs in its own local frame, so the strings it
 //! creates are freed however many callbacks a thread delivers, and an exception thrown by a

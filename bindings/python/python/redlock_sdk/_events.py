@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import queue
 import sys
 import threading
 from dataclasses import dataclass
@@ -82,6 +84,7 @@ class Listener(_native.EventListener):
     ) -> None:
         self._on_contention = on_contention
         self._on_lock_lost = on_lock_lost
+        self._dispatch = _Dispatcher()
 
     def on_contention(self, alert: _native.ContentionRecord) -> None:
         if self._on_contention is not None:
@@ -93,31 +96,63 @@ class Listener(_native.EventListener):
                 failed_attempts=alert.failed_attempts,
                 holders=[holder_dict(h) for h in alert.holders],
             )
-            _call(self._on_contention, event)
+            self._dispatch.call(self._on_contention, event)
 
     def on_lock_lost(self, event: _native.LockLostRecord) -> None:
         if self._on_lock_lost is not None:
             lost = LockLostEvent(name=event.name, mode=event.mode, owner=event.owner_token)
-            _call(self._on_lock_lost, lost)
+            self._dispatch.call(self._on_lock_lost, lost)
 
 
-def _call(callback: Callable[[Any], Any], event: object) -> None:
-    # Called on a native thread of the library (a tokio blocking-pool thread). The user's
-    # callback runs on a Python thread of its own instead: CPython ends a thread that asks for
-    # the GIL while the interpreter finalizes with pthread_exit(), and that forced unwind
-    # aborts the process when it meets the native frames below this one ("FATAL: exception not
-    # rethrown"). A Python thread has none, so it just ends; this native thread leaves Python
-    # at once. Daemon: a callback still running does not hold up the exit.
-    if sys.is_finalizing():
-        return
-    with contextlib.suppress(RuntimeError):  # "can't create new thread at interpreter shutdown"
-        threading.Thread(
-            target=_run, args=(callback, event), name="redlock-callback", daemon=True
-        ).start()
+class _Dispatcher:
+    """Runs one client's callbacks one at a time, in the order they came, on a daemon Python
+    thread that ends after a few idle seconds: a storm of thousands of lost holds takes one
+    thread, not one each."""
 
+    _IDLE_SECONDS = 2.0
 
-def _run(callback: Callable[[Any], Any], event: object) -> None:
-    try:
-        callback(event)
-    except Exception:
-        log.exception("redlock_sdk: a %s callback raised", type(event).__name__)
+    def __init__(self) -> None:
+        self._start_in(os.getpid())
+
+    def _start_in(self, pid: int) -> None:
+        # Anew in a forked child: the parent's lock may have been held at the fork by a thread
+        # that does not exist there, and its queued events are the parent's to report.
+        self._pid = pid
+        self._queue: queue.SimpleQueue[tuple[Callable[[Any], Any], object]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def call(self, callback: Callable[[Any], Any], event: object) -> None:
+        # Called on a native thread of the library. The user's callback runs on a Python
+        # thread instead: CPython ends a thread that asks for the GIL while the interpreter
+        # finalizes with pthread_exit(), and that forced unwind aborts the process when it
+        # meets the native frames below this one ("FATAL: exception not rethrown"). A Python
+        # thread has none, so it just ends; this native thread leaves Python at once. Daemon: a
+        # callback still running does not hold up the exit.
+        if sys.is_finalizing():
+            return
+        if os.getpid() != self._pid:
+            self._start_in(os.getpid())
+        with self._lock:
+            self._queue.put((callback, event))
+            if self._thread is not None and self._thread.is_alive():
+                return
+            thread = threading.Thread(target=self._run, name="redlock-callback", daemon=True)
+            with contextlib.suppress(RuntimeError):  # "can't create new thread at shutdown"
+                thread.start()
+                self._thread = thread
+
+    def _run(self) -> None:
+        while True:
+            try:
+                callback, event = self._queue.get(timeout=self._IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._queue.empty():
+                        self._thread = None
+                        return
+                continue
+            try:
+                callback(event)
+            except Exception:
+                log.exception("redlock_sdk: a %s callback raised", type(event).__name__)

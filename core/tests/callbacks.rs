@@ -1,0 +1,140 @@
+//! User callbacks under a storm: a Redis that loses every hold at once (flushed, failed over)
+//! raises one lock-lost callback per hold. A slow callback must cost its own client's later
+//! callbacks only: not a thread per hold, not another client's callbacks.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use redlock_core::{Client, Owner};
+
+/// Opened by the test; every callback waits for it.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) {
+        let open = self.open.lock().unwrap();
+        drop(self.opened.wait_while(open, |open| !*open).unwrap());
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+fn threads_of_this_process() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+async fn until(what: &str, limit: Duration, done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(ms(20)).await;
+    }
+}
+
+/// 600 watched holds of one client lost at once while its callback blocks: before, tokio's
+/// blocking pool started a thread per event (up to 512), all stuck behind the first, and the
+/// other client's callback waited behind them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_of_lost_holds_with_a_stuck_callback_takes_one_thread_and_stops_no_other_client() {
+    limited(60, async {
+        let server = RedisServer::start();
+        let gate = Arc::new(Gate::default());
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (gate2, seen2) = (gate.clone(), seen.clone());
+        let stuck = builder(&server)
+            .lease(ms(900))
+            .on_lock_lost(move |event| {
+                seen2.lock().unwrap().push(event.name.clone());
+                gate2.wait();
+            })
+            .connect()
+            .await
+            .unwrap();
+        let (other, other_lost) = recording_losses(&server, ms(900)).await;
+        let mut holds = Vec::new();
+        for i in 0..600 {
+            let lock = stuck.lock(&format!("storm:{i}")).unwrap();
+            holds.push(lock.acquire(&Owner::random(), NOW, None).await.unwrap());
+        }
+        let other_hold = other
+            .lock("other")
+            .unwrap()
+            .acquire(&Owner::random(), NOW, None)
+            .await
+            .unwrap();
+        let before = threads_of_this_process();
+        ok(server.command(&["FLUSHALL"]));
+        let limit = Duration::from_secs(10);
+        until("the first callback runs", limit, || {
+            !seen.lock().unwrap().is_empty()
+        })
+        .await;
+        until("every loss found", limit, || stuck.watched_holds() == 0).await;
+        // The other client's loss is reported while the first client's callback is stuck.
+        until("the other client's callback", limit, || {
+            other_lost.lock().unwrap().len() == 1
+        })
+        .await;
+        tokio::time::sleep(ms(300)).await;
+        let during = threads_of_this_process();
+        assert!(
+            during <= before + 8,
+            "{before} threads before the storm, {during} during it"
+        );
+        assert_eq!(seen.lock().unwrap().len(), 1, "one callback at a time");
+        gate.open();
+        until("every callback", limit, || {
+            seen.lock().unwrap().len() == 600
+        })
+        .await;
+        let names: HashSet<String> = seen.lock().unwrap().iter().cloned().collect();
+        assert_eq!(names.len(), 600, "each lost hold reported once");
+        drop((holds, other_hold));
+        stuck.close();
+        other.close();
+    })
+    .await;
+}
+
+/// The callbacks of a client share one thread now: one that panics must not stop the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_callback_does_not_stop_the_next_ones() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let seen2 = seen.clone();
+        let client: Client = builder(&server)
+            .lease(ms(900))
+            .on_lock_lost(move |event| {
+                seen2.lock().unwrap().push(event.name.clone());
+                panic!("a callback that panics");
+            })
+            .connect()
+            .await
+            .unwrap();
+        let mut holds = Vec::new();
+        for i in 0..20 {
+            let lock = client.lock(&format!("panics:{i}")).unwrap();
+            holds.push(lock.acquire(&Owner::random(), NOW, None).await.unwrap());
+        }
+        ok(server.command(&["FLUSHALL"]));
+        until("every callback", Duration::from_secs(10), || {
+            seen.lock().unwrap().len() == 20
+        })
+        .await;
+        drop(holds);
+        client.close();
+    })
+    .await;
+}
