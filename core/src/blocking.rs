@@ -44,6 +44,11 @@ struct ProcessRuntime {
 }
 
 static RUNTIME: AtomicPtr<ProcessRuntime> = AtomicPtr::new(ptr::null_mut());
+/// The runtime whose blocking pool runs users' callbacks (see `callbacks`): apart from the
+/// library's, whose blocking pool does the library's own work (the undo of a cancelled attempt,
+/// a late reply heard out, a socket opened), which callbacks that block must never hold up.
+/// No worker threads: nothing drives it, only its blocking pool is used.
+static CALLBACKS: AtomicPtr<ProcessRuntime> = AtomicPtr::new(ptr::null_mut());
 
 /// The runtime of this process (a new one after `fork()`; the old one is leaked, never dropped,
 /// because its threads are gone and dropping it would wait for them).
@@ -54,6 +59,11 @@ pub fn runtime() -> &'static Runtime {
 /// [`runtime`], or a `Connection` error when it cannot be started (no thread can be made).
 pub(crate) fn try_runtime() -> Result<&'static Runtime> {
     runtime_in(&RUNTIME)
+}
+
+/// The runtime of this process whose blocking pool runs users' callbacks (see [`CALLBACKS`]).
+pub(crate) fn callback_runtime() -> Result<&'static Runtime> {
+    runtime_in(&CALLBACKS)
 }
 
 fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> Result<&'static Runtime> {
@@ -68,11 +78,17 @@ fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> Result<&'static Runti
     }
     // tokio panics (rather than fail) when it cannot start a worker thread.
     let built = std::panic::catch_unwind(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("redlock-runtime")
-            .enable_all()
-            .build()
+        if ptr::eq(slot, &CALLBACKS) {
+            tokio::runtime::Builder::new_current_thread()
+                .thread_name("redlock-callback")
+                .build()
+        } else {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("redlock-runtime")
+                .enable_all()
+                .build()
+        }
     });
     let runtime = match built {
         Ok(Ok(runtime)) => runtime,
@@ -111,7 +127,7 @@ pub fn prepare_for_fork_at_load() {
     let _ = crate::inspect::process_id();
 }
 
-/// Stops this process's runtime without waiting for its threads (they end once their current
+/// Stops this process's runtimes without waiting for its threads (they end once their current
 /// task yields) and forgets it; a later call of [`runtime`] would start a new one.
 ///
 /// # Safety
@@ -119,7 +135,18 @@ pub fn prepare_for_fork_at_load() {
 /// library or use a `&'static Runtime` obtained before, now or later.
 #[doc(hidden)]
 pub unsafe fn shutdown_runtime_for_unload() {
-    let current = RUNTIME.swap(ptr::null_mut(), Ordering::AcqRel);
+    for slot in [&RUNTIME, &CALLBACKS] {
+        // SAFETY: as for this function.
+        unsafe { shutdown_for_unload(slot) };
+    }
+}
+
+/// [`shutdown_runtime_for_unload`] for one runtime.
+///
+/// # Safety
+/// As for [`shutdown_runtime_for_unload`].
+unsafe fn shutdown_for_unload(slot: &AtomicPtr<ProcessRuntime>) {
+    let current = slot.swap(ptr::null_mut(), Ordering::AcqRel);
     if !current.is_null() {
         // SAFETY: published pointers are leaked boxes; by the contract above nobody uses it.
         let process = unsafe { Box::from_raw(current) };

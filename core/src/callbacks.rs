@@ -1,13 +1,13 @@
 //! Where a client's user callbacks (lock lost, contention alerts) run.
 //!
-//! Guarantees: a callback never runs on an async worker or in a caller's call, so a slow,
-//! blocking or panicking one delays no renewal, hand-off or call. A client's callbacks run one
-//! at a time, in the order they were raised, on one thread of the library runtime's blocking
-//! pool at a time: a storm of lost holds (a flushed or failed-over Redis drops thousands at
-//! once) takes one thread, not one per hold — tokio would start up to 512, and while a slow
-//! callback kept them all, every other client's callbacks and everything else that needs a
-//! blocking thread (the Python binding's completions, late replies of abandoned calls) would
-//! wait behind them. A slow callback delays its own client's next callbacks only.
+//! Guarantees: a callback never runs on an async worker, in a caller's call or on the library's
+//! own blocking threads, so a slow, blocking or panicking one delays no renewal, hand-off, call
+//! or tidy-up (the undo of a cancelled attempt waits for a blocking thread of the library). A
+//! client's callbacks run one at a time, in the order they were raised, on one thread at a time
+//! of a blocking pool kept for callbacks: a storm of lost holds (a flushed or failed-over Redis
+//! drops thousands at once) takes one thread, not one per hold — tokio would start up to 512,
+//! and the other clients' callbacks would wait behind a slow one. A slow callback delays its
+//! own client's next callbacks only.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, PoisonError};
@@ -85,10 +85,11 @@ impl Callbacks {
     }
 }
 
-/// Starts `job` on the library runtime's blocking pool (not a caller's runtime, which may end
-/// with the job still queued); false if that runtime cannot be had.
+/// Starts `job` on the blocking pool of the callbacks' own runtime (not a caller's runtime,
+/// which may end with the job still queued, nor the library's: see `blocking::CALLBACKS`);
+/// false if that runtime cannot be had.
 fn spawn_on_blocking_pool(job: impl FnOnce() + Send + 'static) -> bool {
-    let runtime = match crate::blocking::try_runtime() {
+    let runtime = match crate::blocking::callback_runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
             tracing::error!(%error, "no thread for redlock callbacks now");
@@ -101,8 +102,9 @@ fn spawn_on_blocking_pool(job: impl FnOnce() + Send + 'static) -> bool {
     let spawn = std::panic::AssertUnwindSafe(|| drop(runtime.spawn_blocking(job)));
     if std::panic::catch_unwind(spawn).is_err() {
         tracing::error!("no thread for a redlock callback now: it runs once one can be made");
-        // The job waits in the pool's queue: a thread made later runs it.
-        runtime.spawn(async move {
+        // The job waits in the pool's queue: a thread made later runs it. (The callbacks'
+        // runtime has no workers to sleep on: the library's runs the nudges.)
+        crate::background::spawn(async move {
             loop {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 let nudge = std::panic::AssertUnwindSafe(|| drop(runtime.spawn_blocking(|| {})));

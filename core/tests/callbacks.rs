@@ -9,7 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use redlock_core::{Client, Owner};
+use redlock_core::{Client, Error, Owner};
 
 /// Opened by the test; every callback waits for it.
 #[derive(Default)]
@@ -103,6 +103,77 @@ async fn a_storm_of_lost_holds_with_a_stuck_callback_takes_one_thread_and_stops_
         drop((holds, other_hold));
         stuck.close();
         other.close();
+    })
+    .await;
+}
+
+/// A blocking caller's acquire cancelled while its attempt was on the wire is undone once the
+/// late reply comes, read on a blocking thread of the library. Before, lost-hold callbacks that
+/// blocked held every such thread (512), and the attempt's hold stayed in Redis for its lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_acquire_is_undone_while_callbacks_are_stuck() {
+    limited(60, async {
+        let server = RedisServer::start();
+        let gate = Arc::new(Gate::default());
+        let entered: Arc<Mutex<usize>> = Arc::default();
+        let (gate2, entered2) = (gate.clone(), entered.clone());
+        let stuck = builder(&server)
+            .lease(ms(900))
+            .on_lock_lost(move |_| {
+                *entered2.lock().unwrap() += 1;
+                gate2.wait();
+            })
+            .connect()
+            .await
+            .unwrap();
+        let mut holds = Vec::new();
+        for i in 0..600 {
+            let lock = stuck.lock(&format!("storm:{i}")).unwrap();
+            holds.push(lock.acquire(&Owner::random(), NOW, None).await.unwrap());
+        }
+        ok(server.command(&["FLUSHALL"]));
+        let limit = Duration::from_secs(10);
+        until("every loss found", limit, || stuck.watched_holds() == 0).await;
+        tokio::time::sleep(ms(300)).await;
+        // A blocking caller's attempt, cancelled while Redis does not answer: its late reply
+        // is read on a blocking thread of the library, then undone.
+        let blocking = redlock_core::blocking::Client::from_builder(builder(&server)).unwrap();
+        let lock = blocking.lock("cancelled").unwrap();
+        let warm = Owner::random(); // the attempt below goes out at once, on an open socket
+        let lock = tokio::task::spawn_blocking(move || {
+            drop(lock.acquire(&warm, NOW, None).unwrap());
+            lock.release(&warm).unwrap();
+            lock
+        })
+        .await
+        .unwrap();
+        ok(server.command(&["CLIENT", "PAUSE", "1000", "ALL"]));
+        let cancel = redlock_core::blocking::CancelToken::new();
+        let cancel2 = cancel.clone();
+        let attempt = tokio::task::spawn_blocking(move || {
+            let options = redlock_core::AcquireOptions::new(NOW, None);
+            lock.acquire_with(&Owner::random(), options, Some(&cancel2))
+        });
+        tokio::time::sleep(ms(300)).await;
+        cancel.cancel();
+        let cancelled = attempt.await.unwrap();
+        assert!(
+            matches!(cancelled, Err(Error::Cancelled)),
+            "cancelled on the wire: {cancelled:?}"
+        );
+        let other = connect(&server).await;
+        tokio::time::sleep(ms(2_500)).await;
+        let info = other.lock("cancelled").unwrap().inspect().await.unwrap();
+        assert!(
+            info.holders.is_empty(),
+            "the cancelled attempt's hold stayed in Redis ({} callbacks entered): {info:?}",
+            entered.lock().unwrap()
+        );
+        gate.open();
+        drop(holds);
+        stuck.close();
+        other.close();
+        blocking.close();
     })
     .await;
 }

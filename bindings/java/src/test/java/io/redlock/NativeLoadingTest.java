@@ -67,7 +67,9 @@ class NativeLoadingTest extends RedisTestBase {
       for (Path task : (Iterable<Path>) tasks::iterator) {
         try {
           String thread = Files.readString(task.resolve("comm"));
-          if (thread.startsWith("redlock-runtime") || thread.startsWith("redlock-logs")) {
+          if (thread.startsWith("redlock-runtime")
+              || thread.startsWith("redlock-logs")
+              || thread.startsWith("redlock-callback")) {
             count++;
           }
         } catch (IOException ended) {
@@ -83,7 +85,14 @@ class NativeLoadingTest extends RedisTestBase {
     URLClassLoader loader =
         new URLClassLoader(new URL[] {CLASSES.toUri().toURL()}, ClassLoader.getPlatformClassLoader());
     Class<?> clientClass = Class.forName("io.redlock.RedlockClient", true, loader);
-    Object client = clientClass.getMethod("connect", String.class).invoke(null, redis.url());
+    // With a listener: the lost hold below runs it on the copy's callback threads.
+    Object builder = clientClass.getMethod("builder", String.class).invoke(null, redis.url());
+    java.util.function.Consumer<Object> listener = event -> {};
+    builder
+        .getClass()
+        .getMethod("lockLostListener", java.util.function.Consumer.class)
+        .invoke(builder, listener);
+    Object client = builder.getClass().getMethod("build").invoke(builder);
     Object lock = clientClass.getMethod("getLock", String.class).invoke(client, name);
     Class<?> lockClass = Class.forName("io.redlock.DistributedLock", true, loader);
     lockClass.getMethod("lock").invoke(lock);
@@ -91,7 +100,8 @@ class NativeLoadingTest extends RedisTestBase {
     // A timed tryLock is an interruptible wait: it starts the interrupt watcher thread.
     lockClass.getMethod("tryLock", long.class, TimeUnit.class).invoke(lock, 100L, TimeUnit.MILLISECONDS);
     lockClass.getMethod("unlock").invoke(lock);
-    // A hold lost (force-unlocked) is a warn line: it starts the copy's log thread.
+    // A hold lost (force-unlocked) is a warn line and a listener call: it starts the copy's log
+    // thread and callback threads.
     lockClass.getMethod("lock").invoke(lock);
     lockClass.getMethod("forceUnlock").invoke(lock);
     try {
@@ -107,7 +117,8 @@ class NativeLoadingTest extends RedisTestBase {
   /**
    * An application redeployed in one JVM (an application server, a test runner's isolated
    * loader): once its class loader is collected, nothing of it stays running — no thread of ours
-   * keeps the loader alive, and the runtime and log threads of its copy of the library end.
+   * keeps the loader alive, and the runtime, log and callback threads of its copy of the library
+   * end.
    */
   @Test
   @Timeout(120)
@@ -126,6 +137,6 @@ class NativeLoadingTest extends RedisTestBase {
       Thread.sleep(100);
       after = runtimeThreads();
     }
-    assertTrue(after <= before, "redlock-runtime and redlock-logs threads " + before + " -> " + after);
+    assertTrue(after <= before, "redlock-runtime, -logs and -callback threads " + before + " -> " + after);
   }
 }
