@@ -198,21 +198,57 @@ struct Line {
     fields: String,
 }
 
+// Written with control characters escaped: a field may hold a lock name or an error's text,
+// any of which may hold a newline, which must not start a forged line in the host's log.
 impl Visit for Line {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
-            self.message.push_str(value);
+            let _ = write!(Escaping(&mut self.message), "{value}");
         } else {
-            let _ = write!(self.fields, " {}={value}", field.name());
+            let _ = write!(Escaping(&mut self.fields), " {}={value}", field.name());
         }
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         if field.name() == "message" {
-            let _ = write!(self.message, "{value:?}");
+            let _ = write!(Escaping(&mut self.message), "{value:?}");
         } else {
-            let _ = write!(self.fields, " {}={value:?}", field.name());
+            let _ = write!(Escaping(&mut self.fields), " {}={value:?}", field.name());
         }
+    }
+}
+
+/// Appends to a line with control characters escaped (a newline as `\n`).
+struct Escaping<'a>(&'a mut String);
+
+impl fmt::Write for Escaping<'_> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        for c in text.chars() {
+            if c.is_control() {
+                self.0.extend(c.escape_default());
+            } else {
+                self.0.push(c);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A lock name or owner token as a log line shows it: any text is a valid name, but one with a
+/// newline must stay on its line in a host's own `tracing` subscriber too (control characters
+/// escaped, the rest as is: `lock=orders:42`).
+pub(crate) struct OneLine<'a>(pub(crate) &'a str);
+
+impl fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                f.write_char(c)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -290,4 +326,17 @@ fn hand_over(level: &Level, target: &str, message: &str) {
             message,
         })
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OneLine;
+
+    /// What a host's own `tracing` subscriber prints for a name: escaped control characters, the
+    /// rest as is.
+    #[test]
+    fn a_name_shows_on_one_line() {
+        let shown = OneLine("orders:42\nERROR forged\r\t\u{1b}[2K é {x}").to_string();
+        assert_eq!(shown, r"orders:42\nERROR forged\r\t\u{1b}[2K é {x}");
+    }
 }

@@ -196,3 +196,45 @@ fn rss_kib() -> u64 {
     let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
+
+/// Any text is a valid lock name: one with a newline must not forge a second line in the
+/// host's log (C, Go, Python and Java all print what the sink gets). Found by the log audit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newline_in_a_lock_name_stays_on_its_line() {
+    let _serial = SERIAL.lock().await;
+    let server = RedisServer::start();
+    let seen: Seen = Arc::default();
+    forward_logs(Some(Level::WARN), Some(sink(&seen))).unwrap();
+    let client = Client::builder(server.url())
+        .lease(Duration::from_millis(600))
+        .connect()
+        .await
+        .unwrap();
+    let name = "orders:42\nERROR redlock_core: forged line\r\u{1b}[2K";
+    let hold = client
+        .lock(name)
+        .unwrap()
+        .acquire(&Owner::random(), Some(Duration::ZERO), None)
+        .await
+        .unwrap();
+    assert!(client.force_unlock(name).await.unwrap());
+    tokio::time::timeout(Duration::from_secs(5), hold.lost())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    forward_logs(None, None).unwrap();
+    let lines = seen.lock().unwrap().clone();
+    let lost = lines
+        .iter()
+        .find(|(_, _, message)| message.contains("orders:42"))
+        .unwrap_or_else(|| panic!("no line names the lock among {lines:?}"));
+    assert!(
+        !lost.2.contains(['\n', '\r', '\u{1b}']),
+        "a control character reached the host: {lost:?}"
+    );
+    assert!(
+        lost.2
+            .contains(r"lock=orders:42\nERROR redlock_core: forged line\r\u{1b}[2K"),
+        "{lost:?}"
+    );
+}

@@ -106,3 +106,30 @@ def test_a_child_forked_while_a_line_is_in_python_exits_at_once(
         assert took < 1.5, f"the child took {took:.2f} s to exit"
     finally:
         logger.removeHandler(handler)
+
+
+def test_a_newline_in_a_lock_name_forges_no_log_line(client: rl.Client) -> None:
+    # Any text is a valid name; a newline in one must stay inside its record's message.
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    keep = Keep(logging.DEBUG)
+    logger = logging.getLogger("redlock_sdk")
+    logger.addHandler(keep)
+    name = "inj\nERROR redlock_core: forged line"
+    try:
+        lock = client.lock(name)
+        lock.acquire()
+        client.force_unlock(name)
+        deadline = time.monotonic() + 5
+        while not any("inj" in r.getMessage() for r in records):
+            assert time.monotonic() < deadline, "no line names the lock"
+            time.sleep(0.02)
+        (message,) = [r.getMessage() for r in records if "inj" in r.getMessage()]
+        assert "\n" not in message
+        assert "lock=inj\\nERROR redlock_core: forged line" in message
+    finally:
+        logger.removeHandler(keep)

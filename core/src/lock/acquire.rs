@@ -430,7 +430,7 @@ impl Lock {
             match unreadable {
                 // Not "no holders": who holds it is not known.
                 Some(error) => tracing::warn!(
-                    lock = %alert.name,
+                    lock = %crate::logs::OneLine(&alert.name),
                     waited = ?alert.waited,
                     failed_attempts = alert.failed_attempts,
                     %error,
@@ -438,7 +438,7 @@ impl Lock {
                      its holders could not be read"
                 ),
                 None => tracing::warn!(
-                    lock = %alert.name,
+                    lock = %crate::logs::OneLine(&alert.name),
                     waited = ?alert.waited,
                     failed_attempts = alert.failed_attempts,
                     holder_count,

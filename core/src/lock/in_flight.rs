@@ -125,7 +125,7 @@ impl Undo {
     fn report(&self, undone: Result<()>) {
         if let Err(error) = undone {
             tracing::warn!(
-                lock = %self.lock.keys.name,
+                lock = %crate::logs::OneLine(&self.lock.keys.name),
                 %error,
                 "an acquire attempt that timed out or was cancelled could not be undone; a hold \
                  it may have made ends with its lease"

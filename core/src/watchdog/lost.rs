@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 use super::WatchKey;
 use crate::client::ClientInner;
 use crate::config::LockLostEvent;
+use crate::logs::OneLine;
 
 /// Lost holds remembered until their owner's release or extend reports `LockLost`; the oldest
 /// is forgotten past this many (a caller that never releases a lost hold must not grow memory).
@@ -153,12 +154,12 @@ pub(super) fn log_lost_many<'a>(
 pub(super) fn report_lost(client: &ClientInner, key: &WatchKey, logged: bool) {
     let keys = &key.keys;
     if logged {
-        tracing::debug!(lock = %keys.name, mode = ?key.mode, owner = %key.token, "lock lost: the hold is gone from Redis");
+        tracing::debug!(lock = %OneLine(&keys.name), mode = ?key.mode, owner = %OneLine(&key.token), "lock lost: the hold is gone from Redis");
     } else {
         tracing::warn!(
-            lock = %keys.name,
+            lock = %OneLine(&keys.name),
             mode = ?key.mode,
-            owner = %key.token,
+            owner = %OneLine(&key.token),
             server = %crate::config::redact(&client.config.url),
             "lock lost: the hold is gone from Redis (expired or force-unlocked); its owner no \
              longer holds it, a release reports LockLost"
