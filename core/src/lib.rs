@@ -80,7 +80,8 @@
 //!   that waits and is started again on another should that one end. When no thread can be
 //!   made, calls that need one fail with [`Error::Connection`] rather than panic.
 //! - **Log lines** through `tracing` (a lost hold, a failed renewal, a contention alert with its
-//!   holders' host, pid and thread; holds lost together are summed up in one line). A host that
+//!   holders' host, pid and thread; holds lost together are summed up in one line; lock names and
+//!   tokens with control characters escaped, so a name forges no line of its own). A host that
 //!   does not use `tracing` gets them through [`logs::forward_logs`], on a thread of their own,
 //!   as every language binding does.
 //!

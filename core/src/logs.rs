@@ -4,7 +4,8 @@
 //! Guarantees:
 //! - Once [`forward_logs`] is given a sink, every event of this process at `level` or more
 //!   severe reaches it as one [`LogRecord`], its fields written after the message
-//!   (`message key=value ...`), in the order they were logged. Replacing or removing the sink
+//!   (`message key=value ...`), in the order they were logged, on one line: control characters
+//!   are escaped (`\n`), so a lock name holding a newline forges no line of its own. Replacing or removing the sink
 //!   (or changing the level) takes effect for the next event.
 //! - The sink runs on a thread of its own (`redlock-logs`), never on the thread that logged:
 //!   those include the runtime's workers and the watchdog, which a slow sink (a host's logging
@@ -38,7 +39,7 @@ pub struct LogRecord<'a> {
     pub level: Level,
     /// Where it comes from: a module path such as `redlock_core::watchdog::lost`.
     pub target: &'a str,
-    /// The message, then its fields as `key=value`.
+    /// The message, then its fields as `key=value`; no control characters (they are escaped).
     pub message: &'a str,
 }
 
