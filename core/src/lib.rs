@@ -36,6 +36,9 @@
 //!   waiter whose client Redis still counts as listening gets it: a process that crashes while
 //!   it waits is passed over, not handed the lock for a whole lease. (A host that vanishes
 //!   without closing its connections still looks alive to Redis until TCP gives up on it.)
+//!   Every script's work is bounded, however crowded a name: a script blocks the whole
+//!   server, so a call passes over at most 200 waiters and drops at most 200 stale ones (100
+//!   ended readers); the waiters' next attempts go on from there.
 //! - **Fencing tokens**: every acquisition returns a 64-bit token; for one name, tokens of new
 //!   write (and exclusive) holds strictly increase, also across free periods. The counter is
 //!   shared by all names of a Redis Cluster hash slot (at most 16 384 counter keys ever).

@@ -25,15 +25,33 @@ local function announced_until(info)
 end
 
 -- The first waiting writer whose announcement is live, and its WI value. Stale
--- announcements met at the head are dropped, so a live W always has a live head.
+-- announcements met at the head are dropped, a hundred per four calls, so a live W has a live
+-- head; but at most 200 a script (a script blocks the whole server, and a crashed fleet
+-- leaves thousands): past that, the next head is returned as it is, stale, and the caller
+-- waits (retry_after: 1 ms) for the next script to drop more.
 local function first_writer()
-  while true do
-    local head = redis.call('ZRANGE', W, 0, 0)
-    if #head == 0 then return nil end
-    local info = redis.call('HGET', WI, head[1])
-    if info and announced_until(info) > now() then return head[1], info end
-    forget_writer(head[1])
+  for _ = 1, 2 do
+    local batch = redis.call('ZRANGE', W, 0, 99)
+    if #batch == 0 then return nil end
+    local infos = redis.call('HMGET', WI, unpack(batch))
+    local stale = {}
+    local live
+    for i = 1, #batch do
+      if infos[i] and announced_until(infos[i]) > now() then
+        live = i
+        break
+      end
+      stale[#stale + 1] = batch[i]
+    end
+    if #stale > 0 then
+      redis.call('ZREM', W, unpack(stale))
+      redis.call('HDEL', WI, unpack(stale))
+    end
+    if live then return batch[live], infos[live] end
   end
+  local head = redis.call('ZRANGE', W, 0, 0)
+  if #head == 0 then return nil end
+  return head[1], redis.call('HGET', WI, head[1])
 end
 
 -- Hands the free lock (H absent, or a lone writer's H being released) to the first waiting
@@ -94,12 +112,15 @@ local function grant_next(channel, caller)
   if first == 'drop' then redis.call('HDEL', WI, head[1]) end
   -- Passed over, the head goes back with its score at the end. The rest is read a hundred at a
   -- time, so a long run of waiters passed over costs two calls a hundred (those that keep their
-  -- place are left where they are).
+  -- place are left where they are); at most 200 a script, since a script blocks the whole
+  -- server: past that no grant is made, the lock is free and announced so, and each waiter's
+  -- own attempt (hand_over) passes over the next ones.
   local granted, member, verdict = false, nil, first
-  local from = 0
-  while (verdict == 'keep' or verdict == 'drop') and not granted do
+  local from, considered = 0, 0
+  while (verdict == 'keep' or verdict == 'drop') and not granted and considered < 200 do
     local batch = redis.call('ZRANGE', W, from, from + 99)
     if #batch == 0 then break end
+    considered = considered + #batch
     local infos = redis.call('HMGET', WI, unpack(batch))
     local dropped = {}
     for i = 1, #batch do

@@ -6,8 +6,9 @@ local waiters = 0
 local z_head
 local writers_looked = false
 
--- Drops readers (and a Z-tracked writer) whose lease ended, and stale waiting readers: each
--- holder costs O(log n) once, so no call ever scans all readers. Stale writers' announcements
+-- Drops readers (and a Z-tracked writer) whose lease ended, at most 100 a call, and stale
+-- waiting readers: a script blocks the whole server, and the readers of a crashed process
+-- (thousands, ended together) must not all go in one call. Stale writers' announcements
 -- are dropped by writers_wait() and grant_next(), when a decision depends on them: an attempt
 -- that finds another writer holding the lock needs neither. Returns whether it changed H.
 local function purge()
@@ -18,18 +19,29 @@ local function purge()
   local first = {}
   if present >= 4 then first = redis.call('ZRANGE', Z, 0, 0, 'WITHSCORES') end
   if #first > 0 and tonumber(first[2]) <= now() then
-    for _, member in ipairs(redis.call('ZRANGEBYSCORE', Z, '-inf', now())) do
+    -- At most 100 holders a call, so no call walks every reader of a crashed process:
+    -- the rest stay counted in 'n' (the lock looks held) and go with the next calls, which a
+    -- waiter makes within 1 ms (retry_after: Z's head has ended).
+    local ended = redis.call('ZRANGEBYSCORE', Z, '-inf', now(), 'LIMIT', 0, 100)
+    local fields, gone = {}, 0
+    for _, member in ipairs(ended) do
       if member == 'w' then
         redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'wg', 'q')
       else
         local tok = string.sub(member, 3)
-        redis.call('HDEL', H, 'rc:' .. tok, 'rf:' .. tok, 'rm:' .. tok)
-        if redis.call('HINCRBY', H, 'n', -1) <= 0 then
-          redis.call('HDEL', H, 'n')
-        end
+        fields[#fields + 1] = 'rc:' .. tok
+        fields[#fields + 1] = 'rf:' .. tok
+        fields[#fields + 1] = 'rm:' .. tok
+        gone = gone + 1
       end
     end
-    redis.call('ZREMRANGEBYSCORE', Z, '-inf', now())
+    if gone > 0 then
+      redis.call('HDEL', H, unpack(fields))
+      if redis.call('HINCRBY', H, 'n', -gone) <= 0 then
+        redis.call('HDEL', H, 'n')
+      end
+    end
+    redis.call('ZREM', Z, unpack(ended))
     -- While Z exists a writer is in it, so an empty Z means nobody holds the lock.
     if redis.call('EXISTS', Z) == 0 then redis.call('DEL', H) end
     purged = true

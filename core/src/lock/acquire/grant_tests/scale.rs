@@ -1,0 +1,180 @@
+//! No script walks every party of a crowded name: a script blocks the whole server, so one
+//! call's work is bounded however many waiters or holders a name has. (The scale audit of
+//! 2026-11-27: at 10 000 run-out waiters or dead readers, one call blocked Redis 16–60 ms.)
+//! Measured by what one call leaves behind (how much of the crowd is still there) and by the
+//! commands Redis ran for it, not by time.
+use super::*;
+
+const CROWD: usize = 2_000;
+
+/// The commands Redis ran (scripts' own calls; not the EVALSHA, nor this test's own).
+fn commands_since_reset(server: &RedisServer) -> u64 {
+    let info = server.command(&["INFO", "commandstats"]);
+    let skipped = [
+        "evalsha",
+        "config",
+        "info",
+        "ping",
+        "client",
+        "subscribe",
+        "hello",
+    ];
+    info.lines()
+        .filter_map(|line| line.strip_prefix("cmdstat_"))
+        .filter_map(|line| line.split_once(':'))
+        .filter(|(name, _)| !skipped.iter().any(|s| name.starts_with(s)))
+        .filter_map(|(_, stats)| {
+            stats
+                .split(',')
+                .next()?
+                .strip_prefix("calls=")?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+fn reset_stats(server: &RedisServer) {
+    assert!(server.command(&["CONFIG", "RESETSTAT"]).starts_with("+OK"));
+}
+
+fn count(server: &RedisServer, key: &str) -> usize {
+    let reply = server.command(&["ZCARD", key]);
+    reply.trim_start_matches(':').trim().parse().unwrap()
+}
+
+/// A crowd of writers announced once, for `announce_ms`, each of its own client (no client
+/// listens to their grants), while `lock` is held.
+async fn crowd(lock: &Lock, announce_ms: u64) {
+    for i in 0..CROWD {
+        announce(lock, &format!("t{i}"), &format!("d{i}:t{i}"), announce_ms).await;
+    }
+}
+
+/// A crowd whose announcements ran out (their processes died) ahead of a live waiter `y`,
+/// whose announcement keeps the queue's keys alive.
+async fn run_out_crowd_ahead_of_y(lock: &Lock) -> Owner {
+    crowd(lock, 1_500).await;
+    announce(lock, "y", "gone-2:y", 10_000).await;
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    owner("y")
+}
+
+/// A lock freed (its lease ran out) with a queue of waiters whose announcements ran out: a
+/// newcomer's attempt drops some of them, not all; the next attempts reach the live one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_over_a_crowd_of_run_out_waiters_is_bounded() {
+    let fixture = Fixture::new("crowd-run-out").await;
+    let (server, lock) = (&fixture.server, fixture.lock.clone());
+    let lease = Some(Duration::from_secs(2));
+    lock.acquire(&Owner::random(), Some(Duration::ZERO), lease)
+        .await
+        .unwrap();
+    let y = run_out_crowd_ahead_of_y(&lock).await;
+    until_free(&lock).await;
+    let queue = lock.keys.waiting_writers().to_string();
+    let new = owner("new");
+    reset_stats(server);
+    let _ = attempt_as(&lock, &new, "gone-1:new").await;
+    let commands = commands_since_reset(server);
+    let left = count(server, &queue);
+    assert!(
+        left >= CROWD - 600,
+        "one attempt dropped {} waiters",
+        CROWD - left
+    );
+    assert!(commands < 200, "one attempt ran {commands} commands");
+    let mut attempts = 1;
+    while lock.hold_count(&y).await.unwrap() == 0 {
+        attempts += 1;
+        assert!(attempts <= CROWD / 200 + 2, "{attempts} attempts");
+        let _ = attempt_as(&lock, &new, "gone-1:new").await;
+    }
+}
+
+/// A release over a queue of waiters that ran out, with a live one behind them: the release
+/// drops some and frees the lock; the live waiter's own attempts get it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_over_a_crowd_of_run_out_waiters_is_bounded() {
+    let fixture = Fixture::new("crowd-release").await;
+    let (server, lock) = (&fixture.server, fixture.lock.clone());
+    let holder = Owner::random();
+    hold_now(&lock, &holder).await;
+    let x = run_out_crowd_ahead_of_y(&lock).await;
+    let queue = lock.keys.waiting_writers().to_string();
+    lock.release(&holder).await.unwrap();
+    let left = count(server, &queue);
+    assert!(
+        left >= CROWD - 400,
+        "one release dropped {} waiters",
+        CROWD - left
+    );
+    let mut attempts = 0;
+    while lock.hold_count(&x).await.unwrap() == 0 {
+        attempts += 1;
+        assert!(attempts <= CROWD / 200 + 2, "{attempts} attempts");
+        let _ = attempt_as(&lock, &x, "gone-2:y").await;
+    }
+}
+
+/// Waiters announced once whose clients do not listen yet keep their places, and each one
+/// passed over costs a fence and a message: a release passes over a bounded number of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_passes_over_a_bounded_number_of_waiters_not_listening_yet() {
+    let fixture = Fixture::new("crowd-deaf").await;
+    let (server, lock) = (&fixture.server, fixture.lock.clone());
+    let holder = Owner::random();
+    hold_now(&lock, &holder).await;
+    crowd(&lock, 10_000).await;
+    reset_stats(server);
+    lock.release(&holder).await.unwrap();
+    let publishes = publishes(server);
+    assert!(
+        publishes <= 250,
+        "one release published {publishes} messages"
+    );
+    assert_eq!(
+        count(server, &lock.keys.waiting_writers().to_string()),
+        CROWD
+    );
+}
+
+/// Readers of a crashed process, thousands, whose leases end together: the next call drops
+/// some of them, not all; a writer gets in once the live reader leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_beside_a_crowd_of_dead_readers_is_bounded() {
+    let fixture = Fixture::new("crowd-readers").await;
+    let server = &fixture.server;
+    let (write, read) = (fixture.lock.clone(), fixture.read_view());
+    let short = Some(Duration::from_secs(2));
+    for i in 0..CROWD {
+        read.acquire(&owner(&format!("r{i}")), Some(Duration::ZERO), short)
+            .await
+            .unwrap();
+    }
+    let live = owner("live");
+    hold_now(&read, &live).await;
+    tokio::time::sleep(Duration::from_millis(2_100)).await; // every short lease has ended
+    let holders = write.keys.expiries().to_string();
+    let before = count(server, &holders);
+    assert!(before > CROWD / 2, "{before}");
+    reset_stats(server);
+    hold_now(&read, &owner("next")).await;
+    let commands = commands_since_reset(server);
+    let left = count(server, &holders);
+    assert!(
+        left + 100 >= before,
+        "one acquire dropped {} of {before}",
+        before - left
+    );
+    assert!(commands < 200, "one acquire ran {commands} commands");
+    read.release(&live).await.unwrap();
+    read.release(&owner("next")).await.unwrap();
+    let w = owner("w");
+    let mut attempts = 0;
+    while write.hold_count(&w).await.unwrap() == 0 {
+        attempts += 1;
+        assert!(attempts <= CROWD / 100 + 2, "{attempts} attempts");
+        let _ = attempt_as(&write, &w, "gone-1:w").await;
+    }
+}
