@@ -404,7 +404,7 @@ impl Lock {
         let lock = self.clone();
         let owner_token = owner.token().to_owned();
         tokio::spawn(async move {
-            let (holders, holder_count, unreadable) = match lock.inspect().await {
+            let (holders, holder_count, unreadable) = match lock.inspect_counting(false).await {
                 Ok(info) => (info.holders, info.holder_count, None),
                 Err(error) => (Vec::new(), 0, Some(error)),
             };

@@ -1,4 +1,5 @@
--- Read-only snapshot for admins and alerts. ARGV: most holders to list.
+-- Read-only snapshot for admins and alerts. ARGV: most holders to list; '0' to leave the
+-- waiting writers uncounted (an alert needs only the holders).
 -- Returns {now ms, last fence, waiting writers, live holders,
 --          {{mode, token, count, fence, meta, ms left}...}, waiting readers}.
 --[[helpers]]
@@ -33,10 +34,13 @@ if live_member(Z, 'w') then readers = readers - 1 end
 live = live + math.max(readers, 0)
 local fence = tonumber(redis.call('GET', FENCE) or '0')
 -- Live announcements only (one that ran out may still sit behind a live one): O(waiters),
--- which an admin call may spend.
+-- which an admin call may spend; not a contention alert, raised by every waiter that waits
+-- long (thousands of them behind a dead holder would each scan all).
 local waiting = 0
-for _, info in ipairs(redis.call('HVALS', WI)) do
-  if announced_until(info) > now() then waiting = waiting + 1 end
+if ARGV[2] ~= '0' then
+  for _, info in ipairs(redis.call('HVALS', WI)) do
+    if announced_until(info) > now() then waiting = waiting + 1 end
+  end
 end
 local waiting_r = redis.call('ZCOUNT', WR, '(' .. now(), '+inf')
 if live_member(WR, 'turn') then waiting_r = waiting_r - 1 end

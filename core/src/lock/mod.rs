@@ -437,11 +437,18 @@ impl Lock {
     /// A snapshot of the whole name: mode, holders (up to 100) with counts and metadata, leases,
     /// waiting writers and the last fencing token.
     pub async fn inspect(&self) -> Result<LockInfo> {
+        self.inspect_counting(true).await
+    }
+
+    /// [`Lock::inspect`] with `waiting_writers` left at 0 when `count_waiters` is false: the
+    /// count scans every waiter, which a contention alert (raised by each waiter that waits
+    /// long) must not.
+    pub(crate) async fn inspect_counting(&self, count_waiters: bool) -> Result<LockInfo> {
         const LISTED: u32 = 100;
         // A read: sent once more on a dead connection.
         let script = &SCRIPTS.inspect;
         let mut invocation = self.keyed(script);
-        invocation.arg(LISTED);
+        invocation.arg(LISTED).arg(u8::from(count_waiters));
         type Row = (String, String, u32, u64, String, i64);
         type Reply = (u64, u64, u64, u64, Vec<Row>, u64);
         let (now, last_fence, waiting, live, rows, waiting_readers): Reply = self
