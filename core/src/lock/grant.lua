@@ -30,6 +30,10 @@ end
 -- leaves thousands): past that, the next head is returned as it is, stale, and the caller
 -- waits (retry_after: 1 ms) for the next script to drop more.
 local function first_writer()
+  local head = redis.call('ZRANGE', W, 0, 0)
+  if #head == 0 then return nil end
+  local info = redis.call('HGET', WI, head[1])
+  if info and announced_until(info) > now() then return head[1], info end -- the common case
   for _ = 1, 2 do
     local batch = redis.call('ZRANGE', W, 0, 99)
     if #batch == 0 then return nil end
@@ -49,7 +53,7 @@ local function first_writer()
     end
     if live then return batch[live], infos[live] end
   end
-  local head = redis.call('ZRANGE', W, 0, 0)
+  head = redis.call('ZRANGE', W, 0, 0)
   if #head == 0 then return nil end
   return head[1], redis.call('HGET', WI, head[1])
 end
