@@ -83,7 +83,11 @@ fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> Result<&'static Runti
                 .thread_name("redlock-callback")
                 .build()
         } else {
-            tokio::runtime::Builder::new_multi_thread()
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            // Its threads write to Redis: a closed connection must not raise SIGPIPE there.
+            #[cfg(unix)]
+            builder.on_thread_start(crate::nosigpipe::block_in_this_thread);
+            builder
                 .worker_threads(2)
                 .thread_name("redlock-runtime")
                 .enable_all()

@@ -115,6 +115,8 @@ mod keepalive;
 pub mod keys;
 mod lock;
 pub mod logs;
+#[cfg(unix)]
+mod nosigpipe;
 mod owner;
 mod pubsub;
 #[cfg(feature = "test-support")]

@@ -72,3 +72,97 @@ fn direct_calls_survive_a_stream_of_signals() {
     );
     assert!(!lock.is_locked().unwrap());
 }
+
+// ---------------------------------------------------------------------------------------------
+// SIGPIPE: a C host keeps its default action (the process ends), unlike Rust programs, Python
+// and the JVM, which ignore it. A write to a connection Redis closed (its idle `timeout`, a
+// restart, a proxy, CLIENT KILL) must fail with EPIPE and cost a call at most, never the host.
+// Run in a subprocess of this test binary with SIGPIPE back at its default, as a C host has it.
+// (The signals audit, 2026-11-27: a C host died within 0.1-2.6 s, over TCP and Unix sockets.)
+
+const SIGPIPE_URL_ENV: &str = "REDLOCK_SIGPIPE_URL";
+
+#[test]
+fn a_connection_closed_by_redis_does_not_kill_a_host_that_keeps_sigpipe_default_over_tcp() {
+    sigpipe_storm("sigpipe_scenario", |server| server.url());
+}
+
+#[test]
+fn a_connection_closed_by_redis_does_not_kill_a_host_that_keeps_sigpipe_default_over_unix() {
+    sigpipe_storm("sigpipe_scenario", |server| {
+        format!("unix://{}", server.unix_socket().display())
+    });
+}
+
+/// The subprocess' part: lock calls (waits included, so pub/sub too) for three seconds while
+/// the parent kills every connection of the server every 20 ms. Errors are allowed; dying is not.
+#[test]
+fn sigpipe_scenario() {
+    let Ok(url) = std::env::var(SIGPIPE_URL_ENV) else {
+        return; // only in the subprocess
+    };
+    // SAFETY: restores the default action, as a C program has it.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // Connecting may fail too, its connections killed as they open.
+    let builder = redlock_core::Client::builder(url.as_str()).lease(Duration::from_millis(900));
+    let client = loop {
+        if let Ok(client) = Client::from_builder(builder.clone()) {
+            break Arc::new(client);
+        }
+    };
+    let end = std::time::Instant::now() + Duration::from_secs(3);
+    let workers: Vec<_> = (0..6)
+        .map(|i| {
+            let client = client.clone();
+            std::thread::spawn(move || {
+                let lock = client.lock(&format!("piped-{}", i % 2)).unwrap();
+                let owner = Owner::random();
+                let (mut calls, mut errors) = (0u64, 0u64);
+                while std::time::Instant::now() < end {
+                    let wait = Some(Duration::from_millis(if i % 3 == 0 { 0 } else { 200 }));
+                    match lock.acquire(&owner, wait, None) {
+                        Ok(_) => {
+                            let _ = lock.is_locked();
+                            if lock.release(&owner).is_err() {
+                                errors += 1;
+                            }
+                        }
+                        Err(_) => errors += 1,
+                    }
+                    calls += 1;
+                }
+                (calls, errors)
+            })
+        })
+        .collect();
+    for worker in workers {
+        let (calls, errors) = worker.join().unwrap();
+        println!("{calls} acquires, {errors} errors");
+    }
+}
+
+fn sigpipe_storm(scenario: &str, url_of: fn(&RedisServer) -> String) {
+    let server = RedisServer::start();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", scenario, "--nocapture", "--test-threads=1"])
+        .env(SIGPIPE_URL_ENV, url_of(&server))
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "the subprocess hung");
+        server.command(&["CLIENT", "KILL", "TYPE", "normal"]);
+        server.command(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        None,
+        "the host was killed by a signal: {status:?}"
+    );
+    assert!(status.success(), "{status:?}");
+}

@@ -386,7 +386,7 @@ impl AsyncWire {
         match &mut self.stream {
             AsyncStream::Tcp(s) => s.write_all(&self.out).await?,
             #[cfg(unix)]
-            AsyncStream::Unix(s) => s.write_all(&self.out).await?,
+            AsyncStream::Unix(s) => crate::nosigpipe::send_all_unix(s, &self.out).await?,
         }
         // Polled outside the runtime that serves the socket: an abandoned call handed to the
         // library's runtime because its caller's runtime is ending (see `in_flight`), whose

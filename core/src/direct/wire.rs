@@ -61,7 +61,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.write_all(bytes),
             #[cfg(unix)]
-            Stream::Unix(s) => s.write_all(bytes),
+            Stream::Unix(s) => crate::nosigpipe::UnixWriter(s).write_all(bytes),
         }
     }
 }

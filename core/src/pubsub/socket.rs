@@ -183,13 +183,30 @@ impl<S: AsRawFd + AsyncRead + Unpin> AsyncRead for Watched<S> {
     }
 }
 
-impl<S: AsRawFd + AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+/// How a watched socket is written: a Unix socket never raises SIGPIPE (see `nosigpipe`; a
+/// TCP socket's writes pass `MSG_NOSIGNAL` already).
+trait PollSend: AsyncWrite + Unpin {
+    fn poll_send(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(self).poll_write(cx, buf)
+    }
+}
+
+impl PollSend for tokio::net::TcpStream {}
+
+#[cfg(unix)]
+impl PollSend for tokio::net::UnixStream {
+    fn poll_send(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        crate::nosigpipe::poll_send_unix(self, cx, buf)
+    }
+}
+
+impl<S: AsRawFd + PollSend> AsyncWrite for Watched<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        self.stream.poll_send(cx, buf)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
