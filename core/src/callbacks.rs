@@ -59,6 +59,12 @@ impl Callbacks {
     }
 
     fn drain(&self) {
+        // The callbacks' runtime has no drivers and nobody drives it: a callback that spawns a
+        // task or sleeps in tokio must find the library's runtime as its context, as it did on
+        // the library's blocking pool.
+        let _context = crate::blocking::try_runtime()
+            .ok()
+            .map(|runtime| runtime.enter());
         loop {
             let job = {
                 let mut slot = self.lock();

@@ -258,3 +258,45 @@ async fn a_contention_alert_does_not_scan_the_waiters() {
     })
     .await;
 }
+
+/// A lock-lost callback hands its reaction to async code with `tokio::spawn` (the thread has a
+/// tokio context: spawning does not panic). The spawned task must run (found by the review:
+/// the callbacks' own runtime has no workers, so its tasks never ran).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_spawned_by_a_lost_callback_runs() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let ran: Arc<Mutex<Vec<String>>> = Arc::default();
+        let called: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (ran2, called2) = (ran.clone(), called.clone());
+        let client = builder(&server)
+            .lease(ms(900))
+            .on_lock_lost(move |event| {
+                called2.lock().unwrap().push(event.name.clone());
+                let (ran, name) = (ran2.clone(), event.name.clone());
+                tokio::spawn(async move { ran.lock().unwrap().push(name) });
+            })
+            .connect()
+            .await
+            .unwrap();
+        let _hold = client
+            .lock("spawned")
+            .unwrap()
+            .acquire(&Owner::random(), NOW, None)
+            .await
+            .unwrap();
+        ok(server.command(&["FLUSHALL"]));
+        let start = Instant::now();
+        while called.lock().unwrap().is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(10), "no callback");
+            tokio::time::sleep(ms(20)).await;
+        }
+        tokio::time::sleep(ms(1_000)).await;
+        assert_eq!(
+            *ran.lock().unwrap(),
+            vec!["spawned".to_string()],
+            "the callback ran; the task it spawned did not within 1 s"
+        );
+    })
+    .await;
+}

@@ -79,7 +79,7 @@ end
 
 --[[helpers]]
 local lease, wait_ttl = tonumber(ARGV[2]), tonumber(wait_ms)
-if purge() or not state then
+if purge(tok) or not state then
   state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok, 'wg', 'q')
 end
 local writer, readers, my_read, granted, flagged = state[1], state[2], state[3], state[4], state[5]

@@ -9,7 +9,7 @@ local function at_least_kept(meta_field)
   local kept = string.match(redis.call('HGET', H, meta_field) or '', '^{"wd":(%d+),')
   if kept and tonumber(kept) > lease then lease = tonumber(kept) end
 end
-purge()
+purge(tok)
 if mode == 'w' and redis.call('HGET', H, 'wo') == tok then
   at_least_kept('wm')
   if redis.call('EXISTS', Z) == 0 then

@@ -11,7 +11,7 @@ local writers_looked = false
 -- (thousands, ended together) must not all go in one call. Stale writers' announcements
 -- are dropped by writers_wait() and grant_next(), when a decision depends on them: an attempt
 -- that finds another writer holding the lock needs neither. Returns whether it changed H.
-local function purge()
+local function purge(tok)
   local purged = false
   -- One weighted EXISTS says which sets exist: W counts 1, WR 2, Z 4.
   local present = redis.call('EXISTS', W, WR, WR, Z, Z, Z, Z)
@@ -23,6 +23,19 @@ local function purge()
     -- the rest stay counted in 'n' (the lock looks held) and go with the next calls, which a
     -- waiter makes within 1 ms (retry_after: Z's head has ended).
     local ended = redis.call('ZRANGEBYSCORE', Z, '-inf', now(), 'LIMIT', 0, 100)
+    if #ended == 100 then
+      -- Capped: the caller's own hold (tok) and a writer's decide this call, so whether they
+      -- ended is not left to a later one (an ended hold must not be released, extended or
+      -- re-entered).
+      local seen = {}
+      for _, member in ipairs(ended) do seen[member] = true end
+      local mine = {'w'}
+      if tok then mine[2] = 'r:' .. tok end
+      for _, member in ipairs(mine) do
+        local score = not seen[member] and redis.call('ZSCORE', Z, member)
+        if score and tonumber(score) <= now() then ended[#ended + 1] = member end
+      end
+    end
     local fields, gone = {}, 0
     for _, member in ipairs(ended) do
       if member == 'w' then

@@ -47,7 +47,7 @@ if others == 4 then
 end
 
 --[[helpers]]
-purge()
+purge(tok)
 local count_field, fence = 'rc:' .. tok, nil
 if mode == 'w' then
   local state = redis.call('HMGET', H, 'wo', 'wf')
