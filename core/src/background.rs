@@ -77,6 +77,10 @@ impl<F: Future + Unpin> Future for OnLibraryRuntime<F> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<F::Output> {
         let _library = crate::blocking::try_runtime().ok().map(|rt| rt.enter());
+        // redis-rs' (re)connect writes its set-up with writev where it is polled, maybe on a
+        // C host's thread (a blocking call): a closed connection must not raise SIGPIPE there.
+        #[cfg(unix)]
+        let _no_sigpipe = crate::nosigpipe::block_for_now();
         std::pin::Pin::new(&mut self.0).poll(cx)
     }
 }

@@ -4,22 +4,78 @@
 //! KILL`) raises SIGPIPE in the writing thread unless the write says otherwise. Rust programs,
 //! Python and the JVM ignore the signal; a C host keeps its default action, which ends the
 //! process. The library never lets it be raised: its runtime's threads block it (redis-rs'
-//! connections write with `writev`, which cannot be told), and the writes made on a caller's
-//! thread pass `MSG_NOSIGNAL` (std's TCP writes do; its Unix socket writes do not, hence these).
+//! connections write with `writev`, which cannot be told), a command-connection future polled
+//! on a caller's thread (redis-rs' reconnect writes its set-up where it is polled) blocks it for
+//! the poll, and the library's own writes on a caller's thread pass `MSG_NOSIGNAL` (std's TCP
+//! writes do; its Unix socket writes do not, hence these).
 //! The write then fails with `EPIPE`, and the call with it.
 
 use std::io;
 use std::os::fd::AsRawFd;
 use std::task::{Context, Poll};
 
-/// Blocks SIGPIPE in the calling thread: for the library runtime's threads, when they start.
-pub(crate) fn block_in_this_thread() {
+thread_local! {
+    /// SIGPIPE is blocked in this thread for good (a thread of the library's runtime).
+    static BLOCKED_FOR_GOOD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn sigpipe_set() -> libc::sigset_t {
     // SAFETY: a signal set on the stack, initialised by sigemptyset before use.
     unsafe {
         let mut set = std::mem::zeroed::<libc::sigset_t>();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGPIPE);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Blocks SIGPIPE in the calling thread: for the library runtime's threads, when they start.
+pub(crate) fn block_in_this_thread() {
+    let set = sigpipe_set();
+    // SAFETY: a valid signal set; the old mask is not asked for.
+    if unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } == 0 {
+        BLOCKED_FOR_GOOD.set(true);
+    }
+}
+
+/// SIGPIPE blocked in this thread until the guard drops; one raised meanwhile is taken off the
+/// pending set first, so that unblocking does not deliver it. Costs nothing on the runtime's
+/// threads, three system calls elsewhere.
+pub(crate) struct BlockedForNow {
+    /// The mask to restore; None when SIGPIPE was blocked already.
+    old: Option<libc::sigset_t>,
+}
+
+pub(crate) fn block_for_now() -> BlockedForNow {
+    if BLOCKED_FOR_GOOD.get() {
+        return BlockedForNow { old: None };
+    }
+    let set = sigpipe_set();
+    // SAFETY: valid signal sets; `old` is written by pthread_sigmask before it is read.
+    unsafe {
+        let mut old = std::mem::zeroed::<libc::sigset_t>();
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) != 0
+            || libc::sigismember(&old, libc::SIGPIPE) == 1
+        {
+            return BlockedForNow { old: None }; // the host blocks it itself: left as it is
+        }
+        BlockedForNow { old: Some(old) }
+    }
+}
+
+impl Drop for BlockedForNow {
+    fn drop(&mut self) {
+        let Some(old) = self.old.take() else { return };
+        let set = sigpipe_set();
+        let zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid signal sets and timeout; no signal information is asked for.
+        unsafe {
+            while libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) == libc::SIGPIPE {}
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        }
     }
 }
 

@@ -129,6 +129,7 @@ fn sigpipe_scenario() {
                         }
                         Err(_) => errors += 1,
                     }
+                    let _ = lock.inspect(); // on the command connection
                     calls += 1;
                 }
                 (calls, errors)
@@ -156,6 +157,57 @@ fn sigpipe_storm(scenario: &str, url_of: fn(&RedisServer) -> String) {
         assert!(std::time::Instant::now() < deadline, "the subprocess hung");
         server.command(&["CLIENT", "KILL", "TYPE", "normal"]);
         server.command(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        None,
+        "the host was killed by a signal: {status:?}"
+    );
+    assert!(status.success(), "{status:?}");
+}
+
+/// Redis at `maxclients` accepts a connection, writes an error and closes it: the command
+/// connection's reconnect (a shared future that a blocking caller awaits, so polls on its own
+/// thread) wrote its set-up with redis-rs' `writev` there, to a closed socket (the review of the
+/// SIGPIPE fix, 2026-11-27).
+#[test]
+fn reconnects_refused_at_maxclients_do_not_kill_a_host_that_keeps_sigpipe_default() {
+    use std::io::{Read, Write};
+    let server = RedisServer::start();
+    let socket = server.unix_socket();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "sigpipe_scenario",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(SIGPIPE_URL_ENV, format!("unix://{}", socket.display()))
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1_000));
+    // One admin connection for the whole storm: at maxclients 1 no other is let in.
+    let mut admin = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    let mut command = |args: &[&str]| {
+        let mut out = format!("*{}\r\n", args.len());
+        for arg in args {
+            out.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+        }
+        admin.write_all(out.as_bytes()).unwrap();
+        let mut reply = [0; 512];
+        let _ = admin.read(&mut reply).unwrap();
+    };
+    command(&["CONFIG", "SET", "maxclients", "1"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "the subprocess hung");
+        command(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
+        command(&["CLIENT", "KILL", "TYPE", "pubsub"]);
         std::thread::sleep(Duration::from_millis(20));
     };
     use std::os::unix::process::ExitStatusExt;
