@@ -117,10 +117,11 @@ local function grant_next(channel, caller)
   -- Passed over, the head goes back with its score at the end. The rest is read a hundred at a
   -- time, so a long run of waiters passed over costs two calls a hundred (those that keep their
   -- place are left where they are); at most 200 a script, since a script blocks the whole
-  -- server: past that no grant is made, the lock is free and announced so, and each waiter's
-  -- own attempt (hand_over) passes over the next ones.
+  -- server: past that the lock is free and announced so, and the first waiter whose attempt
+  -- comes takes it (below).
   local granted, member, verdict = false, nil, first
   local from, considered = 0, 0
+  local dropped_all = first == 'drop' and 1 or 0 -- how many were dropped
   while (verdict == 'keep' or verdict == 'drop') and not granted and considered < 200 do
     local batch = redis.call('ZRANGE', W, from, from + 99)
     if #batch == 0 then break end
@@ -139,11 +140,26 @@ local function grant_next(channel, caller)
         break
       end
     end
+    dropped_all = dropped_all + #dropped
     if #dropped > 0 then
       redis.call('ZREM', W, unpack(dropped))
       redis.call('HDEL', WI, unpack(dropped))
     end
     from = from + #batch - #dropped
+  end
+  -- Past the cap with none of them dropped (all keep their places: later scripts would walk
+  -- the same ones again), a queued caller that listens (it is making this attempt) takes the
+  -- free lock; whoever sits between them and the caller is not known without the walk the cap
+  -- forbids. (Where some were dropped, the next scripts get further.)
+  if not granted and considered >= 200 and dropped_all == 0 and caller
+      and verdict == 'keep' then
+    local info = redis.call('HGET', WI, caller)
+    local outcome, client_of = 'drop', nil
+    if info then outcome, client_of = consider(caller, info) end
+    if outcome == 'grant' then
+      granted, member = client_of, caller
+      redis.call('ZREM', W, caller)
+    end
   end
   if first ~= 'drop' then
     redis.call('ZADD', W, head[2], head[1])

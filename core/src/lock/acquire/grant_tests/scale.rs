@@ -271,3 +271,26 @@ async fn acquire_after_an_expired_read_beyond_the_purge_cap_is_a_new_hold() {
         first.fencing_token()
     );
 }
+
+/// A listening waiter queued behind more than the cap of waiters not listening yet: the
+/// release leaves the lock free and says so, and the waiter's own attempt takes it, rather
+/// than the lock staying free until those announcements run out (found by the review).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listening_waiter_behind_the_cap_of_waiters_not_listening_yet_gets_the_free_lock() {
+    let fixture = Fixture::new("deaf-cap").await;
+    let lock = fixture.lock.clone();
+    let holder = Owner::random();
+    hold_now(&lock, &holder).await;
+    for i in 0..250 {
+        announce(&lock, &format!("t{i}"), &format!("d{i}:t{i}"), 10_000).await;
+    }
+    let (_next, waiting) = live_waiter(&lock, 250).await;
+    let released = std::time::Instant::now();
+    lock.release(&holder).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(3), waiting).await;
+    assert!(
+        matches!(got, Ok(Ok(Ok(_)))),
+        "the lock was free but the live waiter had no hold {:?} after the release: {got:?}",
+        released.elapsed(),
+    );
+}
