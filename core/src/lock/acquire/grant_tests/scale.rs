@@ -84,11 +84,16 @@ async fn an_attempt_over_a_crowd_of_run_out_waiters_is_bounded() {
         CROWD - left
     );
     assert!(commands < 200, "one attempt ran {commands} commands");
-    let mut attempts = 1;
-    while lock.hold_count(&y).await.unwrap() == 0 {
+    attempts_until_held(&lock, &y, &new, "gone-1:new", CROWD / 200 + 1).await;
+}
+
+/// Attempts of `waiter` (owner `by`) until `holder` holds `lock`: at most `most` of them.
+async fn attempts_until_held(lock: &Lock, holder: &Owner, by: &Owner, waiter: &str, most: usize) {
+    let mut attempts = 0;
+    while lock.hold_count(holder).await.unwrap() == 0 {
         attempts += 1;
-        assert!(attempts <= CROWD / 200 + 2, "{attempts} attempts");
-        let _ = attempt_as(&lock, &new, "gone-1:new").await;
+        assert!(attempts <= most, "{attempts} attempts");
+        let _ = attempt_as(lock, by, waiter).await;
     }
 }
 
@@ -109,12 +114,7 @@ async fn a_release_over_a_crowd_of_run_out_waiters_is_bounded() {
         "one release dropped {} waiters",
         CROWD - left
     );
-    let mut attempts = 0;
-    while lock.hold_count(&x).await.unwrap() == 0 {
-        attempts += 1;
-        assert!(attempts <= CROWD / 200 + 2, "{attempts} attempts");
-        let _ = attempt_as(&lock, &x, "gone-2:y").await;
-    }
+    attempts_until_held(&lock, &x, &x, "gone-2:y", CROWD / 200 + 2).await;
 }
 
 /// Waiters announced once whose clients do not listen yet keep their places, and each one
@@ -171,12 +171,7 @@ async fn a_call_beside_a_crowd_of_dead_readers_is_bounded() {
     read.release(&live).await.unwrap();
     read.release(&owner("next")).await.unwrap();
     let w = owner("w");
-    let mut attempts = 0;
-    while write.hold_count(&w).await.unwrap() == 0 {
-        attempts += 1;
-        assert!(attempts <= CROWD / 100 + 2, "{attempts} attempts");
-        let _ = attempt_as(&write, &w, "gone-1:w").await;
-    }
+    attempts_until_held(&write, &w, &w, "gone-1:w", CROWD / 100 + 2).await;
 }
 
 // Holders whose lease ended but that purge's cap (100 a call) left in place: the caller's own
