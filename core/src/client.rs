@@ -8,10 +8,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-
-use crate::background::CommandConnection;
 use tokio_util::sync::CancellationToken;
 
+use crate::background::CommandConnection;
 use crate::callbacks::Callbacks;
 use crate::config::{ContentionAlert, ContentionCallback, LockLostCallback, LockLostEvent, redact};
 use crate::direct::{DirectConnections, HotConnection, HotConnections, MAX_DIRECT_CONNECTIONS};

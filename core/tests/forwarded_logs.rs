@@ -25,6 +25,29 @@ fn sink(seen: &Seen) -> redlock_core::logs::LogSink {
     })
 }
 
+/// A client whose watched holds last 600 ms without renewal.
+async fn short_lease_client(server: &RedisServer) -> Client {
+    Client::builder(server.url())
+        .lease(Duration::from_millis(600))
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// A watched hold of `lock`, force-unlocked by `by`: its loss is logged (a warn line naming the
+/// lock), and has been once this returns.
+async fn lose_a_hold(lock: &redlock_core::Lock, by: &Client) {
+    let hold = lock
+        .acquire(&Owner::random(), Some(Duration::ZERO), None)
+        .await
+        .unwrap();
+    assert!(by.force_unlock(lock.name()).await.unwrap());
+    tokio::time::timeout(Duration::from_secs(5), hold.lost())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lines_at_the_level_asked_reach_the_sink_and_stop_when_asked() {
     let _serial = SERIAL.lock().await;
@@ -33,22 +56,10 @@ async fn lines_at_the_level_asked_reach_the_sink_and_stop_when_asked() {
     forward_logs(Some(Level::WARN), Some(sink(&seen))).unwrap();
 
     // A lost hold logs a warn line with its lock's name.
-    let client = Client::builder(server.url())
-        .lease(Duration::from_millis(600))
-        .connect()
-        .await
-        .unwrap();
+    let client = short_lease_client(&server).await;
     let lock = client.lock("forwarded {name}").unwrap();
-    let hold = lock
-        .acquire(&Owner::random(), Some(Duration::ZERO), None)
-        .await
-        .unwrap();
     let other = Client::connect(&server.url()).await.unwrap();
-    assert!(other.force_unlock("forwarded {name}").await.unwrap());
-    tokio::time::timeout(Duration::from_secs(5), hold.lost())
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    lose_a_hold(&lock, &other).await;
     let lines = seen.lock().unwrap().clone();
     let lost = lines
         .iter()
@@ -66,15 +77,7 @@ async fn lines_at_the_level_asked_reach_the_sink_and_stop_when_asked() {
     // Stopped: no more lines.
     forward_logs(None, None).unwrap();
     seen.lock().unwrap().clear();
-    let hold = lock
-        .acquire(&Owner::random(), Some(Duration::ZERO), None)
-        .await
-        .unwrap();
-    assert!(other.force_unlock("forwarded {name}").await.unwrap());
-    tokio::time::timeout(Duration::from_secs(5), hold.lost())
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    lose_a_hold(&lock, &other).await;
     assert!(
         seen.lock().unwrap().is_empty(),
         "{:?}",
@@ -205,23 +208,9 @@ async fn a_newline_in_a_lock_name_stays_on_its_line() {
     let server = RedisServer::start();
     let seen: Seen = Arc::default();
     forward_logs(Some(Level::WARN), Some(sink(&seen))).unwrap();
-    let client = Client::builder(server.url())
-        .lease(Duration::from_millis(600))
-        .connect()
-        .await
-        .unwrap();
+    let client = short_lease_client(&server).await;
     let name = "orders:42\nERROR redlock_core: forged line\r\u{1b}[2K";
-    let hold = client
-        .lock(name)
-        .unwrap()
-        .acquire(&Owner::random(), Some(Duration::ZERO), None)
-        .await
-        .unwrap();
-    assert!(client.force_unlock(name).await.unwrap());
-    tokio::time::timeout(Duration::from_secs(5), hold.lost())
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    lose_a_hold(&client.lock(name).unwrap(), &client).await;
     forward_logs(None, None).unwrap();
     let lines = seen.lock().unwrap().clone();
     let lost = lines

@@ -41,10 +41,10 @@ local function purge(tok)
       if member == 'w' then
         redis.call('HDEL', H, 'wo', 'wc', 'wf', 'wm', 'wg', 'q')
       else
-        local tok = string.sub(member, 3)
-        fields[#fields + 1] = 'rc:' .. tok
-        fields[#fields + 1] = 'rf:' .. tok
-        fields[#fields + 1] = 'rm:' .. tok
+        local reader = string.sub(member, 3) -- (not the caller's `tok`)
+        fields[#fields + 1] = 'rc:' .. reader
+        fields[#fields + 1] = 'rf:' .. reader
+        fields[#fields + 1] = 'rm:' .. reader
         gone = gone + 1
       end
     end

@@ -177,9 +177,9 @@ async fn a_call_beside_a_crowd_of_dead_readers_is_bounded() {
 // Holders whose lease ended but that purge's cap (100 a call) left in place: the caller's own
 // hold is looked at anyway (found by the review of the cap, 2026-11-27).
 
-/// `crowd` readers whose leases end at +1 s, then `late`'s read at +1.3 s; all have ended
-/// when this returns (nobody else made a call since).
-async fn ended_readers_ahead_of(read: &Lock, late: &Owner, crowd: usize) {
+/// `crowd` readers whose leases end at +1 s, then `late`'s read at +1.3 s (returned); all have
+/// ended when this returns (nobody else made a call since).
+async fn ended_readers_ahead_of(read: &Lock, late: &Owner, crowd: usize) -> Hold {
     for i in 0..crowd {
         read.acquire(
             &owner(&format!("r{i}")),
@@ -189,16 +189,18 @@ async fn ended_readers_ahead_of(read: &Lock, late: &Owner, crowd: usize) {
         .await
         .unwrap();
     }
-    read.acquire(
-        late,
-        Some(Duration::ZERO),
-        Some(Duration::from_millis(1_300)),
-    )
-    .await
-    .unwrap();
+    let hold = read
+        .acquire(
+            late,
+            Some(Duration::ZERO),
+            Some(Duration::from_millis(1_300)),
+        )
+        .await
+        .unwrap();
     // A live reader keeps H and Z (they live as long as the longest lease).
     hold_now(read, &owner("live")).await;
     tokio::time::sleep(Duration::from_millis(1_500)).await;
+    hold
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,26 +234,7 @@ async fn acquire_after_an_expired_read_beyond_the_purge_cap_is_a_new_hold() {
     let fixture = Fixture::new("audit-reacquire").await;
     let read = fixture.read_view();
     let late = owner("late");
-    let first = {
-        for i in 0..150 {
-            read.acquire(
-                &owner(&format!("r{i}")),
-                Some(Duration::ZERO),
-                Some(Duration::from_secs(1)),
-            )
-            .await
-            .unwrap();
-        }
-        read.acquire(
-            &late,
-            Some(Duration::ZERO),
-            Some(Duration::from_millis(1_300)),
-        )
-        .await
-        .unwrap()
-    };
-    hold_now(&read, &owner("live")).await;
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let first = ended_readers_ahead_of(&read, &late, 150).await;
     let again = read
         .acquire(&late, Some(Duration::ZERO), Some(Duration::from_secs(10)))
         .await
