@@ -3,6 +3,7 @@
 --[[helpers]]
 purge()
 local held = redis.call('EXISTS', H)
-redis.call('DEL', H, Z, W, WR, WI)
+-- UNLINK: a crowded name's keys are freed off Redis' main thread (DEL blocked it for ms).
+redis.call('UNLINK', H, Z, W, WR, WI)
 publish(ARGV[1], 'released')
 return held

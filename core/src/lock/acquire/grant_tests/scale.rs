@@ -272,3 +272,31 @@ async fn a_listening_waiter_behind_the_cap_of_waiters_not_listening_yet_gets_the
         released.elapsed(),
     );
 }
+
+fn lazily_freed(server: &RedisServer) -> u64 {
+    let info = server.command(&["INFO", "memory"]);
+    info.lines()
+        .find_map(|line| line.strip_prefix("lazyfreed_objects:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("INFO memory has lazyfreed_objects (Redis 6.2 and later)")
+}
+
+/// force_unlock of a crowded name (an operator's last resort, at the worst moment) hands its
+/// big keys to Redis' background freeing: a DEL of 2 000 readers' keys blocked every client
+/// of the server for milliseconds (4.4 ms at 10 000, against 0.04–0.17 ms for UNLINK).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_unlock_of_a_crowded_name_frees_its_keys_in_the_background() {
+    let fixture = Fixture::new("crowd-forced").await;
+    let read = fixture.read_view();
+    for i in 0..CROWD {
+        hold_now(&read, &owner(&format!("r{i}"))).await;
+    }
+    let before = lazily_freed(&fixture.server);
+    assert!(read.force_unlock().await.unwrap());
+    let freed = lazily_freed(&fixture.server) - before;
+    assert!(
+        freed >= 2,
+        "the holds' hash and set were freed on Redis' main thread ({freed} lazily)"
+    );
+    assert!(!read.is_locked().await.unwrap());
+}
