@@ -83,10 +83,11 @@
 //!   that waits and is started again on another should that one end. When no thread can be
 //!   made, calls that need one fail with [`Error::Connection`] rather than panic.
 //! - **Log lines** through `tracing` (a lost hold, a failed renewal, a contention alert with its
-//!   holders' host, pid and thread; holds lost together are summed up in one line; lock names and
-//!   tokens with control characters escaped, so a name forges no line of its own). A host that
-//!   does not use `tracing` gets them through [`logs::forward_logs`], on a thread of their own,
-//!   as every language binding does.
+//!   holders' host, pid and thread; holds lost together are summed up in one line). Lock names
+//!   and tokens show as logfmt would: `lock=orders:42`, or quoted with escapes when a name has a
+//!   space, `=`, a quote, a backslash or a control character (`lock="a b\n"`), so a name forges
+//!   neither a line nor a field of its own. A host that does not use `tracing` gets them
+//!   through [`logs::forward_logs`], on a thread of their own, as every language binding does.
 //!
 //! Keys: see [`keys`] for the layout (every key of a name in one cluster slot). The scripts need
 //! Redis 5.0 or later and use nothing newer (a test keeps it so).

@@ -219,13 +219,18 @@ impl Visit for Line {
     }
 }
 
-/// Appends to a line with control characters escaped (a newline as `\n`).
+/// Control characters, and the Unicode line and paragraph separators some log viewers break at.
+fn breaks_lines(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// Appends to a line with control characters and line separators escaped (a newline as `\n`).
 struct Escaping<'a>(&'a mut String);
 
 impl fmt::Write for Escaping<'_> {
     fn write_str(&mut self, text: &str) -> fmt::Result {
         for c in text.chars() {
-            if c.is_control() {
+            if breaks_lines(c) {
                 self.0.extend(c.escape_default());
             } else {
                 self.0.push(c);
@@ -235,21 +240,37 @@ impl fmt::Write for Escaping<'_> {
     }
 }
 
-/// A lock name or owner token as a log line shows it: any text is a valid name, but one with a
-/// newline must stay on its line in a host's own `tracing` subscriber too (control characters
-/// escaped, the rest as is: `lock=orders:42`).
+/// A lock name or owner token as a log line shows it: any text is a valid name, but a name must
+/// neither start a forged line nor forge a field (`lock=a holder=b`) in a host's log. As logfmt
+/// does: as is when that is unambiguous (`lock=orders:42`), else in double quotes, with `"` and
+/// `\` escaped by a backslash and line breaks and control characters as Rust escapes them
+/// (`lock="a holder=b"`; a newline as `\n`).
 pub(crate) struct OneLine<'a>(pub(crate) &'a str);
+
+impl OneLine<'_> {
+    fn needs_quotes(&self) -> bool {
+        self.0.is_empty()
+            || self
+                .0
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '=' | '"' | '\\'))
+    }
+}
 
 impl fmt::Display for OneLine<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.needs_quotes() {
+            return f.write_str(self.0);
+        }
+        f.write_char('"')?;
         for c in self.0.chars() {
-            if c.is_control() {
-                write!(f, "{}", c.escape_default())?;
-            } else {
-                f.write_char(c)?;
+            match c {
+                '"' | '\\' => write!(f, "\\{c}")?,
+                c if breaks_lines(c) => write!(f, "{}", c.escape_default())?,
+                c => f.write_char(c)?,
             }
         }
-        Ok(())
+        f.write_char('"')
     }
 }
 
@@ -333,11 +354,24 @@ fn hand_over(level: &Level, target: &str, message: &str) {
 mod tests {
     use super::OneLine;
 
-    /// What a host's own `tracing` subscriber prints for a name: escaped control characters, the
-    /// rest as is.
+    /// What a host's own `tracing` subscriber prints for a name: as is when that is unambiguous,
+    /// else quoted with control characters, quotes and backslashes escaped.
     #[test]
-    fn a_name_shows_on_one_line() {
-        let shown = OneLine("orders:42\nERROR forged\r\t\u{1b}[2K é {x}").to_string();
-        assert_eq!(shown, r"orders:42\nERROR forged\r\t\u{1b}[2K é {x}");
+    fn a_name_shows_on_one_line_as_one_field() {
+        let shown = |name: &str| OneLine(name).to_string();
+        assert_eq!(shown("orders:42"), "orders:42");
+        assert_eq!(shown("{x}:é"), "{x}:é");
+        assert_eq!(
+            shown("orders:42\nERROR forged\r\t\u{1b}[2K é {x}"),
+            r#""orders:42\nERROR forged\r\t\u{1b}[2K é {x}""#
+        );
+        assert_eq!(shown("a holder=b"), r#""a holder=b""#);
+        assert_eq!(shown("a=b"), r#""a=b""#);
+        assert_eq!(shown(""), r#""""#);
+        // A literal backslash-n is not a newline, and a quote does not end the value.
+        assert_eq!(shown(r"x\ny"), r#""x\\ny""#);
+        assert_eq!(shown("x\ny"), r#""x\ny""#);
+        assert_eq!(shown(r#"a" owner="b"#), r#""a\" owner=\"b""#);
+        assert_eq!(shown("a\u{2028}b"), r#""a\u{2028}b""#);
     }
 }

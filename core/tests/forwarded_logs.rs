@@ -67,7 +67,7 @@ async fn lines_at_the_level_asked_reach_the_sink_and_stop_when_asked() {
         .unwrap_or_else(|| panic!("no lost-hold line among {lines:?}"));
     assert_eq!(lost.0, Level::WARN);
     assert!(lost.1.starts_with("redlock_core"), "{lost:?}");
-    assert!(lost.2.contains("lock=forwarded {name}"), "{lost:?}");
+    assert!(lost.2.contains(r#"lock="forwarded {name}""#), "{lost:?}");
     // Nothing less severe than asked.
     assert!(
         lines.iter().all(|(level, ..)| *level <= Level::WARN),
@@ -201,7 +201,8 @@ fn rss_kib() -> u64 {
 }
 
 /// Any text is a valid lock name: one with a newline must not forge a second line in the
-/// host's log (C, Go, Python and Java all print what the sink gets). Found by the log audit.
+/// host's log (C, Go, Python and Java all print what the sink gets), nor one with a space a
+/// field of its line. Found by the log audit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newline_in_a_lock_name_stays_on_its_line() {
     let _serial = SERIAL.lock().await;
@@ -209,7 +210,7 @@ async fn a_newline_in_a_lock_name_stays_on_its_line() {
     let seen: Seen = Arc::default();
     forward_logs(Some(Level::WARN), Some(sink(&seen))).unwrap();
     let client = short_lease_client(&server).await;
-    let name = "orders:42\nERROR redlock_core: forged line\r\u{1b}[2K";
+    let name = "orders:42 owner=forged\nERROR redlock_core: forged line\r\u{1b}[2K";
     lose_a_hold(&client.lock(name).unwrap(), &client).await;
     forward_logs(None, None).unwrap();
     let lines = seen.lock().unwrap().clone();
@@ -222,8 +223,9 @@ async fn a_newline_in_a_lock_name_stays_on_its_line() {
         "a control character reached the host: {lost:?}"
     );
     assert!(
-        lost.2
-            .contains(r"lock=orders:42\nERROR redlock_core: forged line\r\u{1b}[2K"),
+        lost.2.contains(
+            r#"lock="orders:42 owner=forged\nERROR redlock_core: forged line\r\u{1b}[2K""#
+        ),
         "{lost:?}"
     );
 }

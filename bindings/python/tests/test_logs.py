@@ -109,7 +109,8 @@ def test_a_child_forked_while_a_line_is_in_python_exits_at_once(
 
 
 def test_a_newline_in_a_lock_name_forges_no_log_line(client: rl.Client) -> None:
-    # Any text is a valid name; a newline in one must stay inside its record's message.
+    # Any text is a valid name; a newline in one must stay inside its record's message, and a
+    # space must not let it forge a field: the name is quoted.
     records: list[logging.LogRecord] = []
 
     class Keep(logging.Handler):
@@ -119,7 +120,7 @@ def test_a_newline_in_a_lock_name_forges_no_log_line(client: rl.Client) -> None:
     keep = Keep(logging.DEBUG)
     logger = logging.getLogger("redlock_sdk")
     logger.addHandler(keep)
-    name = "inj\nERROR redlock_core: forged line"
+    name = "inj owner=forged\nERROR redlock_core: forged line"
     try:
         lock = client.lock(name)
         lock.acquire()
@@ -130,6 +131,6 @@ def test_a_newline_in_a_lock_name_forges_no_log_line(client: rl.Client) -> None:
             time.sleep(0.02)
         (message,) = [r.getMessage() for r in records if "inj" in r.getMessage()]
         assert "\n" not in message
-        assert "lock=inj\\nERROR redlock_core: forged line" in message
+        assert 'lock="inj owner=forged\\nERROR redlock_core: forged line"' in message
     finally:
         logger.removeHandler(keep)
