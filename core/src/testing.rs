@@ -326,3 +326,14 @@ fn complete_replies(buf: &[u8]) -> usize {
     }
     count
 }
+
+/// The Redis key that holds `lock`'s state (its holders), for tests that look at or tamper with
+/// it; the name's other keys are this plus `:exp`, `:ww`, `:wi`, `:wr` (see [`crate::keys`]).
+pub fn state_key(lock: &crate::Lock) -> String {
+    lock.keys().state().to_owned()
+}
+
+/// The Redis key of the fencing counter `lock` draws from (shared by its hash slot).
+pub fn fence_key(lock: &crate::Lock) -> String {
+    lock.keys().fence().to_owned()
+}

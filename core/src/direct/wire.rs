@@ -193,7 +193,7 @@ impl Wire {
             self.unread -= 1;
         }
         let reply = self.read_value(deadline)?.extract_error()?;
-        Ok(T::from_redis_value(reply)?)
+        crate::lock::calls::convert(reply)
     }
 
     fn request_value(&mut self, call: &Cmd) -> RedisResult<Value> {

@@ -14,11 +14,13 @@
 local tok, meta = ARGV[1], ARGV[3]
 
 -- Fast path, the common uncontended case: nobody holds it and nobody waits. (The fence is
--- formatted once, as an integer; the lease passes through as the caller's string.)
-if redis.call('EXISTS', H, W, WR) == 0 then
+-- formatted once, as an integer; the lease passes through as the caller's string.) Z counts
+-- too: one left behind (its TTL removed or lengthened by hand) holds ended readers that only
+-- purge() may take off, or a new hold would sit beside them.
+if redis.call('EXISTS', H, Z, W, WR) == 0 then
   local drawn = redis.call('INCR', FENCE)
-  if drawn >= 2^53 then
-    return redis.error_reply('FENCESPENT the fencing counter of this hash slot reached 2^53')
+  if drawn < 1 or drawn >= 2^53 then
+    return redis.error_reply('FENCESPENT the fencing counter of this hash slot is outside 1..2^53-1')
   end
   local fence = string.format('%d', drawn)
   if mode == 'w' then
@@ -83,6 +85,12 @@ if purge(tok) or not state then
   state = redis.call('HMGET', H, 'wo', 'n', 'rc:' .. tok, 'wg', 'q')
 end
 local writer, readers, my_read, granted, flagged = state[1], state[2], state[3], state[4], state[5]
+-- H exists exactly while someone holds the lock, and then has a writer ('wo') or readers ('n'):
+-- a hash with neither is not ours (another library's lock under the same key, say a Redisson
+-- RLock's 'uuid:thread' -> count): refuse rather than hold beside it.
+if not writer and not readers and redis.call('EXISTS', H) == 1 then
+  return redis.error_reply('FOREIGNKEY ' .. H .. ' is a hash this library did not write')
+end
 
 -- When to look again: when the first lease ends or, if the lock is free but others are
 -- announced ahead of us, when the first announcement runs out.
@@ -158,8 +166,8 @@ if mode == 'w' then
   end
   -- Taken past the fast path: others may be waiting, so H is flagged (see prelude.lua).
   local drawn = redis.call('INCR', FENCE)
-  if drawn >= 2^53 then
-    return redis.error_reply('FENCESPENT the fencing counter of this hash slot reached 2^53')
+  if drawn < 1 or drawn >= 2^53 then
+    return redis.error_reply('FENCESPENT the fencing counter of this hash slot is outside 1..2^53-1')
   end
   local fence = string.format('%d', drawn)
   redis.call('HSET', H, 'wo', tok, 'wc', '1', 'wf', fence, 'wm', meta, 'q', '1')
@@ -184,8 +192,8 @@ if not writer and writers_wait() and not readers_turn() then
   return conflict()
 end
 local drawn = redis.call('INCR', FENCE)
-if drawn >= 2^53 then
-  return redis.error_reply('FENCESPENT the fencing counter of this hash slot reached 2^53')
+if drawn < 1 or drawn >= 2^53 then
+  return redis.error_reply('FENCESPENT the fencing counter of this hash slot is outside 1..2^53-1')
 end
 if writer and redis.call('EXISTS', Z) == 0 then
   -- Downgrade: from now on the writer's lease is kept in Z beside the readers', and the

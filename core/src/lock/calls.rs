@@ -3,7 +3,7 @@
 //! appends its own arguments, where writing the six keys into a fresh invocation cost more than
 //! the rest of the command.
 
-use redis::{Cmd, ConnectionLike, FromRedisValue, RedisError, RedisResult};
+use redis::{Cmd, ConnectionLike, FromRedisValue, RedisError, RedisResult, Value};
 
 use super::Mode;
 use super::scripts::{LuaScript, SCRIPTS};
@@ -60,11 +60,12 @@ pub(crate) fn eval_sync<T: FromRedisValue>(
     ping_first: bool,
 ) -> RedisResult<T> {
     let run = |connection: &mut dyn ConnectionLike, call: &Cmd| {
-        if ping_first {
-            behind_ping(call).query(connection).map(|(reply,)| reply)
+        let reply: Value = if ping_first {
+            behind_ping(call).query(connection).map(|(reply,)| reply)?
         } else {
-            call.query(connection)
-        }
+            call.query(connection)?
+        };
+        convert(reply)
     };
     match run(connection, call) {
         Err(e) if unknown_script(&e) => {}
@@ -143,12 +144,26 @@ async fn query_async<T: FromRedisValue, C: redis::aio::ConnectionLike>(
     call: &Cmd,
     ping_first: bool,
 ) -> RedisResult<T> {
-    if ping_first {
+    let reply: Value = if ping_first {
         let (reply,) = behind_ping(call).query_async(connection).await?;
-        Ok(reply)
+        reply
     } else {
-        call.query_async(connection).await
-    }
+        call.query_async(connection).await?
+    };
+    convert(reply)
+}
+
+/// A script's reply, read whole, as `T`. One of another shape comes from keys that something
+/// other than this library wrote (a count of "abc"): Redis answered, so that is no connection
+/// error (redis-rs gives a failed conversion the kind of a garbled stream).
+pub(crate) fn convert<T: FromRedisValue>(reply: Value) -> RedisResult<T> {
+    T::from_redis_value(reply).map_err(|error| {
+        RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "unexpected reply from Redis",
+            error.to_string(),
+        ))
+    })
 }
 
 /// `call` behind a `PING`, for a release that is likely to grant the lock to another client's

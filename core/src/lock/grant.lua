@@ -82,7 +82,7 @@ local function grant_next(channel, caller)
     if live and (own or not deaf[client]) then
       local drawn = redis.call('INCR', FENCE)
       -- Fences are spent (see prelude.lua): no grant; the waiters' own attempts report it.
-      if drawn >= 2^53 then return 'spent' end
+      if drawn < 1 or drawn >= 2^53 then return 'spent' end
       local fence = string.format('%d', drawn)
       -- Subscribers see the message only after this script, when H below is written.
       local heard = own or publish(channel .. ':' .. client, 'g:' .. fence .. ':' .. member)

@@ -55,8 +55,12 @@ local function purge(tok)
       end
     end
     redis.call('ZREM', Z, unpack(ended))
-    -- While Z exists a writer is in it, so an empty Z means nobody holds the lock.
-    if redis.call('EXISTS', Z) == 0 then redis.call('DEL', H) end
+    -- An empty Z means nobody holds the lock, unless H says otherwise: a lone writer (its lease
+    -- is H's TTL) or readers Z no longer lists (Z lost by hand) keep H until its TTL.
+    if redis.call('EXISTS', Z) == 0 and redis.call('HEXISTS', H, 'wo') == 0
+        and redis.call('HEXISTS', H, 'n') == 0 then
+      redis.call('DEL', H)
+    end
     purged = true
   else
     z_head = first
@@ -84,7 +88,8 @@ end
 local function refresh_ttl()
   local last = redis.call('ZRANGE', Z, -1, -1, 'WITHSCORES')
   if #last == 0 then
-    redis.call('DEL', H, Z)
+    -- Readers H still counts (Z lost by hand) keep H until its TTL.
+    if redis.call('HEXISTS', H, 'n') == 0 then redis.call('DEL', H) end
     return
   end
   redis.call('PEXPIREAT', H, last[2])
