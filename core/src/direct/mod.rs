@@ -17,7 +17,9 @@
 //! while idle (a restart, its idle `timeout`) is dropped before use, not found by a failed call;
 //! a connection that saw an I/O error or a timeout is never reused (a late reply must never be
 //! read as the next call's); every call is bounded by the command timeout like an async one; a
-//! signal arriving mid-call does not fail it ([`wire`] reads again).
+//! signal arriving mid-call does not fail it ([`wire`] reads again), nor does a stop of the
+//! process (SIGSTOP, a paused VM) past the deadline while the reply came in: what has arrived
+//! by then is read.
 
 mod hot;
 #[cfg(unix)]

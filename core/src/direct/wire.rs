@@ -56,6 +56,22 @@ impl Stream {
         }
     }
 
+    /// Reads what has arrived, without waiting (`WouldBlock` when nothing has).
+    fn read_arrived(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.set_nonblocking(true)?;
+        let read = self.read(buf);
+        self.set_nonblocking(false)?;
+        read
+    }
+
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_nonblocking(on),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.set_nonblocking(on),
+        }
+    }
+
     /// Writes everything (`write_all` makes an interrupted write again).
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
@@ -228,14 +244,22 @@ impl Wire {
             if let Some(value) = self.replies.next_reply()? {
                 return Ok(value);
             }
+            // Past the deadline, what has arrived is still read, without waiting: a process
+            // that was stopped (SIGSTOP, a VM paused) while the reply came in finds it there.
+            let mut wait = true;
             if self.cancel.is_some() {
-                self.slice_read_timeout(deadline)?;
+                wait = self.slice_read_timeout(deadline)?;
             } else if let Some(deadline) = deadline.filter(|_| reads > 0) {
                 // A second read (or one after an interruption) gets only the time left.
-                self.shorten_read_timeout(deadline)?;
+                wait = self.shorten_read_timeout(deadline)?;
             }
             reads += 1;
-            match self.stream.read(self.replies.room()) {
+            let read = if wait {
+                self.stream.read(self.replies.room())
+            } else {
+                self.stream.read_arrived(self.replies.room())
+            };
+            match read {
                 Ok(0) => {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -245,6 +269,9 @@ impl Wire {
                 }
                 Ok(read) => self.replies.filled(read),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if !wait && e.kind() == io::ErrorKind::WouldBlock => {
+                    return Err(io::Error::from(io::ErrorKind::TimedOut).into());
+                }
                 Err(e) if self.cancel.is_some() && is_read_timeout(&e) => {
                     if self.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
                         self.gave_up = true;
@@ -264,27 +291,29 @@ impl Wire {
         Ok(deadline_after(self.command_timeout))
     }
 
-    /// The next read waits at most [`CANCEL_CHECK`], and not past `deadline`.
-    fn slice_read_timeout(&mut self, deadline: Option<Instant>) -> io::Result<()> {
+    /// The next read waits at most [`CANCEL_CHECK`], and not past `deadline`; false when
+    /// `deadline` has passed (the next read must not wait at all).
+    fn slice_read_timeout(&mut self, deadline: Option<Instant>) -> io::Result<bool> {
         let left = deadline.map_or(CANCEL_CHECK, |d| {
             d.saturating_duration_since(Instant::now())
         });
         if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
+            return Ok(false);
         }
         self.stream.set_read_timeout(left.min(CANCEL_CHECK))?;
         self.read_timeout_shortened = true;
-        Ok(())
+        Ok(true)
     }
 
-    fn shorten_read_timeout(&mut self, deadline: Instant) -> io::Result<()> {
+    /// The next read waits only the time left before `deadline`; false when it has passed.
+    fn shorten_read_timeout(&mut self, deadline: Instant) -> io::Result<bool> {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
+            return Ok(false);
         }
         self.stream.set_read_timeout(left)?;
         self.read_timeout_shortened = true;
-        Ok(())
+        Ok(true)
     }
 
     /// Restores the command timeout on the socket after a call that shortened it.
