@@ -79,8 +79,12 @@ fn runtime_in(slot: &'static AtomicPtr<ProcessRuntime>) -> Result<&'static Runti
     // tokio panics (rather than fail) when it cannot start a worker thread.
     let built = std::panic::catch_unwind(|| {
         if ptr::eq(slot, &CALLBACKS) {
+            // A client's callbacks run one at a time, so a client takes one of these threads
+            // at most; no cap (tokio's is 512) past which one client's callbacks wait for a
+            // thread that another client's slow callback keeps.
             tokio::runtime::Builder::new_current_thread()
                 .thread_name("redlock-callback")
+                .max_blocking_threads(usize::MAX)
                 .build()
         } else {
             let mut builder = tokio::runtime::Builder::new_multi_thread();

@@ -7,7 +7,8 @@
 //! of a blocking pool kept for callbacks: a storm of lost holds (a flushed or failed-over Redis
 //! drops thousands at once) takes one thread, not one per hold — tokio would start up to 512,
 //! and the other clients' callbacks would wait behind a slow one. A slow callback delays its
-//! own client's next callbacks only.
+//! own client's next callbacks only, however many clients have one running (the pool has no
+//! cap: one thread per client whose callback runs).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, PoisonError};

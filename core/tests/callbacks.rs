@@ -121,6 +121,71 @@ async fn a_storm_of_lost_holds_with_a_stuck_callback_takes_one_thread_and_stops_
     .await;
 }
 
+/// Raises this process' soft limit of open files to its hard limit (hundreds of clients).
+fn allow_all_open_files() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain libc calls on a local struct.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        limit.rlim_cur = limit.rlim_max;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+    }
+}
+
+/// A slow callback delays its own client's callbacks only, however many clients have one
+/// running: before, past 512 (tokio's cap on the callbacks' threads) the next client's
+/// callbacks waited for another client's to return (found by the reentry audit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_callbacks_of_many_clients_stop_no_other_clients_callback() {
+    allow_all_open_files();
+    limited(120, async {
+        let server = RedisServer::start();
+        let gate = Arc::new(Gate::default());
+        let mut stuck = Vec::new();
+        let mut holds = Vec::new();
+        for i in 0..520 {
+            let (client, seen) = stuck_client(&server, &gate).await;
+            let lock = client.lock(&format!("slow:{i}")).unwrap();
+            holds.push(lock.acquire(&Owner::random(), NOW, None).await.unwrap());
+            stuck.push((client, seen));
+        }
+        let (other, other_lost) = recording_losses(&server, ms(900)).await;
+        ok(server.command(&["FLUSHALL"]));
+        let limit = Duration::from_secs(10);
+        until("every stuck callback runs", limit, || {
+            stuck
+                .iter()
+                .all(|(_, seen)| !seen.lock().unwrap().is_empty())
+        })
+        .await;
+        let hold = other
+            .lock("other")
+            .unwrap()
+            .acquire(&Owner::random(), NOW, None)
+            .await
+            .unwrap();
+        let admin = connect(&server).await;
+        assert!(admin.force_unlock("other").await.unwrap());
+        until(
+            "the other client's callback",
+            Duration::from_secs(10),
+            || other_lost.lock().unwrap().len() == 1,
+        )
+        .await;
+        assert!(hold.is_lost());
+        gate.open();
+        drop(holds);
+        for (client, _) in &stuck {
+            client.close();
+        }
+        other.close();
+    })
+    .await;
+}
+
 /// A blocking caller's acquire cancelled while its attempt was on the wire is undone once the
 /// late reply comes, read on a blocking thread of the library. Before, lost-hold callbacks that
 /// blocked held every such thread (512), and the attempt's hold stayed in Redis for its lease.
