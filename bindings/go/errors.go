@@ -27,7 +27,8 @@ var (
 	// ErrConnection: Redis could not be reached, did not answer in time, or refused the
 	// credentials or TLS.
 	ErrConnection = errors.New("redlock: connection error")
-	// ErrRedis: Redis answered with an error.
+	// ErrRedis: Redis answered with an error, or with a reply the library cannot read (a
+	// name's keys written by something else: WRONGTYPE, FOREIGNKEY).
 	ErrRedis = errors.New("redlock: redis error")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("redlock: client is closed")

@@ -32,7 +32,9 @@ pub enum Error {
     #[error("connection error: {0}")]
     Connection(String),
     /// Redis answered with an error; the message is Redis' own line, code first
-    /// (`READONLY You can't write against a read only replica.`).
+    /// (`READONLY You can't write against a read only replica.`). Also a reply this library
+    /// cannot read, and a name whose keys hold what it did not write (`WRONGTYPE`,
+    /// `FOREIGNKEY`).
     #[error("redis error: {0}")]
     Redis(String),
     /// The client was closed.

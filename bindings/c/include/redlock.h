@@ -92,7 +92,8 @@ enum rl_status
      */
     RL_CONNECTION = 6,
     /**
-     * Redis answered with an error.
+     * Redis answered with an error, or with a reply the library cannot read (a name's keys
+     * written by something else: `WRONGTYPE`, `FOREIGNKEY`).
      */
     RL_REDIS = 7,
     /**

@@ -28,7 +28,8 @@ pub enum rl_status {
     /// Redis could not be reached, did not answer within the command timeout, or refused the
     /// credentials or TLS.
     RL_CONNECTION = 6,
-    /// Redis answered with an error.
+    /// Redis answered with an error, or with a reply the library cannot read (a name's keys
+    /// written by something else: `WRONGTYPE`, `FOREIGNKEY`).
     RL_REDIS = 7,
     /// The client was closed (`rl_client_close` or `rl_client_free`).
     RL_CLOSED = 8,
