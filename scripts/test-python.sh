@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 venv=.venv-test
 py="$venv/bin/python"
-scripts/python-venv.sh "$venv" "pytest>=8" pytest-timeout "ruff==0.17.6"
+scripts/python-venv.sh "$venv" "pytest>=8" pytest-timeout "ruff==0.17.6" "uvloop>=0.19" "anyio>=4"
 
 "$venv/bin/ruff" check --config bindings/python/pyproject.toml bindings/python python-demo bench/python tests/cross
 "$venv/bin/ruff" format --check --config bindings/python/pyproject.toml bindings/python python-demo bench/python tests/cross

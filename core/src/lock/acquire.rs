@@ -24,6 +24,7 @@ use tokio::time::Instant;
 
 use super::calls::eval_rerunnable;
 use super::in_flight::{AttemptCall, InFlightAttempt, Undo, undo_late_direct};
+use super::replies::ExtendReply;
 use super::{
     AcquireOptions, Attempt, AttemptReply, Gate, Hold, Lock, Mode, NO_HANDOFF, scripts::SCRIPTS,
     validate_lease,
@@ -37,6 +38,23 @@ use crate::pubsub::WakeUp;
 impl Lock {
     /// Acquires with all options (see [`AcquireOptions`]).
     pub async fn acquire_with(&self, owner: &Owner, options: AcquireOptions) -> Result<Hold> {
+        let deadline = options.wait.and_then(|w| Instant::now().checked_add(w));
+        let mut options = options;
+        loop {
+            if let Some(hold) = self.acquire_or_stale(owner, &options).await? {
+                return Ok(hold);
+            }
+            // The hold it took ended before it could be handed out: again, with the time left.
+            options.wait = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        }
+    }
+
+    /// One acquire; `None` when the hold it took had ended by the time it was handed out.
+    async fn acquire_or_stale(
+        &self,
+        owner: &Owner,
+        options: &AcquireOptions,
+    ) -> Result<Option<Hold>> {
         // A blocking caller's first attempt is on its own socket, out of the runtime's sight:
         // counted as under way (before the closed check), so that a close meanwhile keeps the
         // command connection until the hold it may take is given back.
@@ -124,18 +142,39 @@ impl Lock {
         }
         // A successful attempt removes the owner's announcement in the same script.
         announcement.disarm();
-        let Attempt::Acquired { fence, count } = last else {
+        let Attempt::Acquired {
+            fence,
+            count,
+            since,
+        } = last
+        else {
             unreachable!("wait_for_turn returns only once acquired")
         };
+        // Handed out late (an asyncio loop polls this future on its own thread, and that thread
+        // was busy): the hold's lease ran from `since`, and nothing renewed it meanwhile. Past a
+        // watchdog period (and a floor, so that a lease of a few ms does not confirm every
+        // attempt) it is confirmed, and its lease set anew, before it is handed out; one that
+        // ended meanwhile is not the caller's: it starts over with the time left.
+        let late = (Duration::from_millis(lease_ms) / 3).max(Duration::from_millis(100));
+        if since.elapsed() >= late {
+            // Given back if this errs or the acquire is dropped meanwhile (cancelled).
+            let mut unconfirmed = GiveBackOnDrop {
+                lock: self,
+                owner,
+                waiter: &waiter,
+                lease_ms,
+                fence: Some(fence),
+            };
+            let held = self.still_held(owner, lease_ms).await?;
+            unconfirmed.fence = None;
+            if !held {
+                return Ok(None);
+            }
+        }
         if self.client.ensure_open().is_err() {
             // Closed while the attempt that took it was on the wire: the call fails as close()
             // promises its waiters, and the hold is given back (no watchdog would keep it).
-            let undo = Undo::new(self, owner.token(), &waiter, 0, lease_ms);
-            let ticket = self.tidy_ticket(owner.token());
-            crate::background::spawn(async move {
-                undo.give_back(fence).await;
-                drop(ticket);
-            });
+            self.give_back_later(owner, &waiter, lease_ms, fence);
             return Err(Error::Closed);
         }
         let (watchdog, made) = (&self.client.watchdog, count == 1);
@@ -145,7 +184,7 @@ impl Lock {
             watchdog.untracked(&self.client, || self.watch_key(owner), fence, made);
             None
         };
-        Ok(Hold {
+        Ok(Some(Hold {
             name: self.keys.name.clone(),
             mode: self.mode,
             owner: owner.clone(),
@@ -153,7 +192,7 @@ impl Lock {
             hold_count: count,
             lease: options.lease,
             lost,
-        })
+        }))
     }
 
     /// The waiting part: subscribe, queue locally, attempt on every wake-up or re-check, and
@@ -217,8 +256,12 @@ impl Lock {
                         }
                     }
                     let armed = subscription.arm();
-                    if let Some(fence) = subscription.take_grant(waiter) {
-                        *last = Attempt::Acquired { fence, count: 1 };
+                    if let Some((fence, since)) = subscription.take_grant(waiter) {
+                        *last = Attempt::Acquired {
+                            fence,
+                            count: 1,
+                            since,
+                        };
                         return Ok(());
                     }
                     tokio::select! {
@@ -255,8 +298,12 @@ impl Lock {
         loop {
             // A grant to us needs no attempt. (One that arrives during an attempt fires the
             // wake-up armed before it, so the next turn of the loop finds it.)
-            if let Some(fence) = subscription.take_grant(waiter) {
-                *last = Attempt::Acquired { fence, count: 1 };
+            if let Some((fence, since)) = subscription.take_grant(waiter) {
+                *last = Attempt::Acquired {
+                    fence,
+                    count: 1,
+                    since,
+                };
                 gate.acquired_after(self.mode, Some(subscription.messages()));
                 return Ok(());
             }
@@ -300,11 +347,41 @@ impl Lock {
         }
     }
 
+    /// Gives back, in the background, the hold with `fence` that an acquire took but does not
+    /// hand out.
+    fn give_back_later(&self, owner: &Owner, waiter: &str, lease_ms: u64, fence: u64) {
+        let undo = Undo::new(self, owner.token(), waiter, 0, lease_ms);
+        let ticket = self.tidy_ticket(owner.token());
+        crate::background::spawn(async move {
+            undo.give_back(fence).await;
+            drop(ticket);
+        });
+    }
+
+    /// Whether `owner` still holds this view, setting its lease to `lease_ms` from now if so.
+    async fn still_held(&self, owner: &Owner, lease_ms: u64) -> Result<bool> {
+        let script = &SCRIPTS.extend;
+        let mut invocation = self.keyed(script);
+        invocation
+            .arg(self.mode.as_arg())
+            .arg(owner.token())
+            .arg(lease_ms);
+        match self
+            .client
+            .eval_rerunnable(script, &invocation, false)
+            .await?
+        {
+            ExtendReply::Extended => Ok(true),
+            ExtendReply::NotHeld { .. } => Ok(false),
+        }
+    }
+
     async fn attempt(
         &self,
         args: &AttemptArgs<'_>,
         announcement: &mut Announcement<'_>,
     ) -> Result<Attempt> {
+        let sent = Instant::now();
         let call = AttemptCall {
             lease_ms: args.lease_ms,
             meta: args.meta(),
@@ -318,7 +395,7 @@ impl Lock {
             reply = InFlightAttempt::start(self, args.owner, call) => reply?,
             _ = self.client.shutdown.cancelled() => return Err(Error::Closed),
         };
-        Self::attempted(args, reply, announcement)
+        Self::attempted(args, reply, announcement, sent)
     }
 
     /// [`Lock::attempt`] on the calling thread's own connection. The caller's thread waits for
@@ -329,6 +406,7 @@ impl Lock {
         args: &AttemptArgs<'_>,
         announcement: &mut Announcement<'_>,
     ) -> Result<Attempt> {
+        let sent = Instant::now();
         let meta = args.meta();
         let call = self.acquire_call(
             args.owner.token(),
@@ -350,7 +428,7 @@ impl Lock {
                 undo_late_direct(late, undo);
             },
         )?;
-        Self::attempted(args, reply, announcement)
+        Self::attempted(args, reply, announcement, sent)
     }
 
     /// The acquire script call of one attempt (see acquire.lua for the arguments).
@@ -375,9 +453,14 @@ impl Lock {
         args: &AttemptArgs<'_>,
         reply: AttemptReply,
         announcement: &mut Announcement<'_>,
+        sent: Instant,
     ) -> Result<Attempt> {
         match reply {
-            AttemptReply::Acquired { fence, count } => Ok(Attempt::Acquired { fence, count }),
+            AttemptReply::Acquired { fence, count } => Ok(Attempt::Acquired {
+                fence,
+                count,
+                since: sent,
+            }),
             AttemptReply::Busy { retry_ms } => {
                 if args.announce_ms > 0 {
                     announcement.armed = true;
@@ -655,6 +738,25 @@ pub(super) async fn tidy<T>(
         Err(_) => Err(Error::Connection(
             "tidying up after a waiter timed out".into(),
         )),
+    }
+}
+
+/// A hold an acquire took but has not handed out yet: given back if dropped with `fence` set.
+struct GiveBackOnDrop<'a> {
+    lock: &'a Lock,
+    owner: &'a Owner,
+    waiter: &'a str,
+    lease_ms: u64,
+    fence: Option<u64>,
+}
+
+impl Drop for GiveBackOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(fence) = self.fence {
+            let (owner, waiter) = (self.owner, self.waiter);
+            self.lock
+                .give_back_later(owner, waiter, self.lease_ms, fence);
+        }
     }
 }
 

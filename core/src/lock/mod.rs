@@ -197,8 +197,15 @@ pub struct Lock {
 
 /// What one acquire attempt found.
 enum Attempt {
-    Acquired { fence: u64, count: u32 },
-    Busy { retry_after: Duration },
+    /// `since`: when the script that took it ran, at the earliest (sent, or its grant read).
+    Acquired {
+        fence: u64,
+        count: u32,
+        since: tokio::time::Instant,
+    },
+    Busy {
+        retry_after: Duration,
+    },
 }
 
 /// What the state script reports for one owner.

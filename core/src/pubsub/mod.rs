@@ -101,7 +101,8 @@ pub(crate) struct Signal {
 /// connection task read them there.
 #[derive(Default)]
 struct Grants {
-    untaken: HashMap<String, u64>,
+    /// With when each was read: the hold's lease runs from about then.
+    untaken: HashMap<String, (u64, Instant)>,
     early: HashMap<String, u64>,
 }
 
@@ -132,7 +133,9 @@ impl Signal {
         if grants.untaken.len() >= MAX_UNTAKEN_GRANTS {
             grants.untaken.clear();
         }
-        grants.untaken.insert(waiter.to_owned(), fence);
+        grants
+            .untaken
+            .insert(waiter.to_owned(), (fence, Instant::now()));
         drop(grants);
         self.fire();
     }
@@ -176,9 +179,11 @@ impl Subscription {
         self.signal.reconnects.load(Ordering::SeqCst)
     }
 
-    /// The fencing token of a grant to `waiter`, taken (only once) if it arrived.
-    pub(crate) fn take_grant(&self, waiter: &str) -> Option<u64> {
-        self.signal.grants.lock().unwrap().untaken.remove(waiter)
+    /// The fencing token of a grant to `waiter`, taken (only once) if it arrived, and when it
+    /// was read.
+    pub(crate) fn take_grant(&self, waiter: &str) -> Option<(u64, tokio::time::Instant)> {
+        let (fence, read) = self.signal.grants.lock().unwrap().untaken.remove(waiter)?;
+        Some((fence, tokio::time::Instant::from_std(read)))
     }
 }
 

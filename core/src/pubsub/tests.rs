@@ -43,7 +43,10 @@ fn task_reads(shared: &Shared, channel: &str, payload: &str) {
 fn a_grant_is_handed_out_once_whether_read_early_late_or_both() {
     let (shared, signal) = shared_with_channel();
     let fires = || signal.messages.load(Ordering::SeqCst);
-    let take = |waiter: &str| signal.grants.lock().unwrap().untaken.remove(waiter);
+    let take = |waiter: &str| {
+        let taken = signal.grants.lock().unwrap().untaken.remove(waiter);
+        taken.map(|(fence, _)| fence)
+    };
 
     // Read early by a waiter (twice: a message still unread may be looked at again), then by
     // the task: one hand-out, one wake-up.
@@ -76,8 +79,14 @@ fn a_waiter_finds_a_grant_in_the_socket_without_taking_the_bytes_out() {
 
     watched.grant_early();
     assert_eq!(
-        signal.grants.lock().unwrap().untaken.get("c-3:tok"),
-        Some(&9)
+        signal
+            .grants
+            .lock()
+            .unwrap()
+            .untaken
+            .get("c-3:tok")
+            .map(|g| g.0),
+        Some(9)
     );
     assert_eq!(
         signal.messages.load(Ordering::SeqCst),
