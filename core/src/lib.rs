@@ -75,7 +75,7 @@
 //!   them waiters get the lock by their re-checks, and releases still succeed.
 //! - **Keys written by something else** (an operator's `SET`, `PERSIST` or `DEL` of one key,
 //!   another library's lock under the same key): a key of the wrong type or garbage in a field
-//!   is an [`Error::Redis`]; a hash at a name's state key that this library did not write is
+//!   is an [`Error::Redis`] (`WRONGTYPE`, `BADFIELD`), refused before anything changed; a hash at a name's state key that this library did not write is
 //!   refused (`FOREIGNKEY`) rather than held beside; one key of a name lost or kept past its
 //!   time lets no second holder in; a fencing counter set outside 1..2^53 refuses acquires
 //!   (`FENCESPENT`). [`Client::force_unlock`] clears a name whatever its keys hold.

@@ -465,7 +465,9 @@ async fn wrong_types_and_garbage_fields_get_clear_answers() {
         "alerts {}; CPU ticks in 3 s idle: {spent}",
         alerts.load(AtOrd::Relaxed)
     );
-    if spent > 100 {
+    // A task that spins takes a core: 300 ticks in 3 s. (The process' other tests, run beside
+    // this one, take some too.)
+    if spent > 250 {
         all_problems.push(format!("busy while idle: {spent} ticks in 3 s"));
     }
     assert!(
@@ -694,4 +696,44 @@ async fn partial_loss_keeps_exclusion_and_leaves_nothing_behind() {
         all.extend(t.await.unwrap());
     }
     assert!(all.is_empty(), "problems:\n{}", all.join("\n"));
+}
+
+/// Garbage where a script reads the fence it answers with (`wf`, `rf:T`): the call is refused
+/// before it changes anything, so `Error::Redis` keeps meaning "nothing done". (Found by the
+/// review: a re-entry added its hold count, then answered with what the client could not read,
+/// and the caller never released that count.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_garbage_fence_refuses_the_call_before_it_changes_the_hold() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let client = connect(&server).await;
+        let rw = client.read_write_lock("bad-fence").unwrap();
+        let state = state_key(&rw.write());
+        let owner = Owner::random();
+        let lease = Some(ms(20_000));
+        let snapshot = || server.command(&["HGETALL", &state]);
+        for (view, field) in [
+            (rw.write(), "wf".to_owned()),
+            (rw.read(), format!("rf:{}", owner.token())),
+        ] {
+            let hold = view.acquire(&owner, NOW, lease).await.unwrap();
+            server.command(&["HSET", &state, &field, "x7"]);
+            let before = snapshot();
+            let again = view.acquire(&owner, NOW, lease).await;
+            assert!(
+                matches!(&again, Err(Error::Redis(m)) if m.starts_with("BADFIELD")),
+                "{again:?}"
+            );
+            assert_eq!(snapshot(), before, "a refused re-entry changed the hold");
+            let released = view.release(&owner).await;
+            assert!(
+                matches!(&released, Err(Error::Redis(m)) if m.starts_with("BADFIELD")),
+                "{released:?}"
+            );
+            assert_eq!(snapshot(), before, "a refused release changed the hold");
+            assert!(view.force_unlock().await.unwrap());
+            drop(hold);
+        }
+    })
+    .await;
 }

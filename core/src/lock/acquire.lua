@@ -137,13 +137,15 @@ if mode == 'w' then
     if writer ~= tok then return conflict() end
     if granted == waiter then
       -- Granted to this waiter by a release; its wake-up was missed or is still on its way.
-      redis.call('HDEL', H, 'wg')
       local h = redis.call('HMGET', H, 'wf', 'wc')
+      checked_fence(h[1], 'wf')
+      redis.call('HDEL', H, 'wg')
       return h[1] .. ':' .. h[2]
     end
     -- Re-entry; it never shortens a lease that is already longer. A call of this owner that
     -- waited (the token is shared by two processes) leaves the queue here: left in it, a later
     -- release would grant the lock to a call that has ended.
+    local fence = checked_fence(redis.call('HGET', H, 'wf'), 'wf')
     if waiters % 2 == 1 then forget_writer(waiter) end
     local count = redis.call('HINCRBY', H, 'wc', 1)
     if writer_expiry() < now() + lease then
@@ -154,7 +156,7 @@ if mode == 'w' then
         redis.call('PEXPIRE', H, ARGV[2])
       end
     end
-    return redis.call('HGET', H, 'wf') .. ':' .. count
+    return fence .. ':' .. count
   end
   if my_read then return -1 end
   if readers then return conflict() end
@@ -179,13 +181,14 @@ end
 if writer and writer ~= tok then return conflict() end
 if my_read then
   local member = 'r:' .. tok
+  local fence = checked_fence(redis.call('HGET', H, 'rf:' .. tok), 'rf')
   local count = redis.call('HINCRBY', H, 'rc:' .. tok, 1)
   reader_done(waiter) -- this call may have waited while another of its owner got in
   if tonumber(redis.call('ZSCORE', Z, member)) < now() + lease then
     redis.call('ZADD', Z, now() + lease, member)
     refresh_ttl()
   end
-  return redis.call('HGET', H, 'rf:' .. tok) .. ':' .. count
+  return fence .. ':' .. count
 end
 if not writer and writers_wait() and not readers_turn() then
   if not readers then return hand_over() end

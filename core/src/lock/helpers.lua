@@ -72,6 +72,16 @@ local function purge(tok)
   return purged
 end
 
+-- A fence read back from H to answer with, checked before the script writes anything: garbage
+-- there (written by something else) refuses the call whole, rather than answer with what the
+-- client cannot read after the script changed the hold.
+local function checked_fence(value, field)
+  if value and not tonumber(value) then
+    error({err = 'BADFIELD ' .. field .. ' of ' .. H .. ' is not a fencing token'})
+  end
+  return value
+end
+
 -- Whether writers are announced as waiting: W has a live head. first_writer() drops stale
 -- heads (once per script, when first asked): nil when none is live (W is gone).
 local first_waiting -- the first live waiting writer's id, once writers_wait() looked

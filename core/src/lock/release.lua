@@ -24,6 +24,10 @@ if mode == 'w' then
   -- One EXISTS tells all three apart: Z counts 1, WR 2, W 4 (so 0 = nobody, 4 = only W).
   others = state[1] == tok and state[2] == '1' and (not meant or state[3] == meant)
     and (state[4] and redis.call('EXISTS', Z, WR, WR, W, W, W, W) or 0)
+  if others and not tonumber(ended) then
+    -- Garbage written by something else: refused before anything changes.
+    return redis.error_reply('BADFIELD wf of ' .. H .. ' is not a fencing token')
+  end
   if others == 0 then
     -- Nobody is announced as waiting, so nobody is told: every waiter announces itself in
     -- the attempt that finds the lock held, and one whose announcement ran out (a process
@@ -51,10 +55,10 @@ purge(tok)
 local count_field, fence = 'rc:' .. tok, nil
 if mode == 'w' then
   local state = redis.call('HMGET', H, 'wo', 'wf')
-  if state[1] == tok then fence = state[2] end
+  if state[1] == tok then fence = checked_fence(state[2], 'wf') end
   count_field = 'wc'
 else
-  fence = redis.call('HGET', H, 'rf:' .. tok)
+  fence = checked_fence(redis.call('HGET', H, 'rf:' .. tok), 'rf')
 end
 if meant and fence ~= meant then
   -- Not the hold meant: that one ended, the owner's current hold, if any, stays. Gone are the
