@@ -513,7 +513,13 @@ async fn worker(
         };
         let hold = match view.acquire(&owner, Some(ms(1_000)), lease).await {
             Ok(h) => h,
-            Err(_) => continue,
+            Err(Error::Timeout) => continue,
+            Err(e) => {
+                // Partial loss is no reason for an error (a FOREIGNKEY would be a false one).
+                let mut violations = room.violations.lock().unwrap();
+                violations.push(format!("acquire failed: {e}"));
+                continue;
+            }
         };
         room.entries.fetch_add(1, AtOrd::Relaxed);
         if write {
