@@ -85,10 +85,12 @@
 //!   one the [`blocking`] API uses), so a client made in a runtime that has ended (a `static`
 //!   client made by the first `#[tokio::test]`) keeps renewing, and a runtime kept busy by user
 //!   code lets no watched hold expire. An acquire whose future is polled late (a busy asyncio
-//!   loop, a blocked runtime) after Redis gave it the hold — later than a third of its lease —
-//!   confirms the hold and sets its lease anew before handing it out; a hold that ran out
-//!   meanwhile is never handed out: the acquire goes on with the time left (a cancel meanwhile
-//!   gives the hold back). Hot calls stay on the caller's runtime, on direct
+//!   loop, a blocked runtime) after Redis gave it the hold — later than a third of its lease,
+//!   counted from when the attempt was sent or the grant's message could have arrived —
+//!   confirms that very hold (its fence) and lengthens its lease (never shortens it) before
+//!   handing it out; a hold that ran out meanwhile is never handed out: the acquire goes on
+//!   with the time left (a cancel meanwhile gives the hold back). (Over TLS a grant counts from
+//!   when it was read: its socket is not watched.) Hot calls stay on the caller's runtime, on direct
 //!   connections of that runtime; the pub/sub connection runs on the runtime of the first caller
 //!   that waits and is started again on another should that one end. When no thread can be
 //!   made, calls that need one fail with [`Error::Connection`] rather than panic.

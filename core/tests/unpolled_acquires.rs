@@ -7,6 +7,7 @@
 mod common;
 
 use std::future::Future;
+use std::time::Duration;
 
 use common::*;
 use redlock_core::{Client, Lock, Owner};
@@ -110,6 +111,133 @@ async fn an_acquire_dropped_while_its_late_hold_is_confirmed_leaves_nothing_behi
             );
             tokio::time::sleep(ms(50)).await;
         }
+    })
+    .await;
+}
+
+// From the review of the confirmation (2026-11-27): it must confirm the hold it took, not a
+// newer one of its owner, never shorten a longer lease, and see a grant read late as old.
+
+/// A re-entry whose reply comes late (Redis slow for 0.6 s) is confirmed, and the confirmation
+/// never shortens a longer lease, as acquire.lua's re-entry does not: the owner's first hold,
+/// taken for 60 s, must not end with the re-entry's 0.9 s (it did).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_reentry_does_not_shorten_the_owners_longer_lease() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let client = connect(&server).await;
+        let lock = client.lock("long").unwrap();
+        let me = Owner::random();
+        let first = lock.acquire(&me, NOW, Some(ms(60_000))).await.unwrap();
+        let stall = server.stall(ms(700));
+        let again = lock.acquire(&me, NOW, Some(ms(900))).await.unwrap();
+        stall.join().unwrap();
+        assert_eq!(again.hold_count(), 2);
+        tokio::time::sleep(ms(1_500)).await;
+        assert!(
+            lock.is_held_by(&me).await.unwrap(),
+            "the 60 s hold (fence {}) ended after 0.9 s: the confirmation of a late re-entry \
+             shortened its lease",
+            first.fencing_token()
+        );
+    })
+    .await;
+}
+
+/// The confirmation asks whether the owner still holds the hold this acquire took, not just the
+/// lock: that one ran out unpolled and the same owner took the lock anew (another task of it),
+/// so the late acquire starts over and re-enters the new hold (fence and count of it), whose
+/// 30 s lease stays. (It was handed out with the ended hold's fence as a second count-1 hold,
+/// and the new hold's lease was cut to 0.5 s.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_acquire_whose_hold_ended_is_not_confirmed_by_a_newer_hold_of_its_owner() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let client = connect(&server).await;
+        let lock = client.lock("stale-fence").unwrap();
+        let me = Owner::random();
+        lock.acquire(&me, NOW, Some(ms(500))).await.unwrap(); // connections and scripts ready
+        lock.release(&me).await.unwrap();
+        let mut acquiring = Box::pin(lock.acquire(&me, Some(ms(10_000)), Some(ms(500))));
+        // Redis answers the attempt ~0.4 s from now, while nobody polls its future.
+        let stall = server.stall(ms(500));
+        assert!(tokio::time::timeout(ms(50), &mut acquiring).await.is_err());
+        stall.join().unwrap();
+        tokio::time::sleep(ms(1_500)).await; // past the hold's lease of 0.5 s
+        let newer = lock.acquire(&me, NOW, Some(ms(30_000))).await.unwrap();
+        let late = acquiring.await.unwrap();
+        eprintln!(
+            "newer: fence {} count {}; late: fence {} count {}",
+            newer.fencing_token(),
+            newer.hold_count(),
+            late.fencing_token(),
+            late.hold_count()
+        );
+        let problems = [
+            (late.fencing_token() != newer.fencing_token())
+                .then_some("the late acquire was handed out with its ended hold's fence"),
+            (late.hold_count() != 2).then_some("the late acquire was not counted as a re-entry"),
+        ];
+        tokio::time::sleep(ms(1_000)).await;
+        let held = lock.is_held_by(&me).await.unwrap();
+        let problems: Vec<_> = problems
+            .into_iter()
+            .flatten()
+            .chain((!held).then_some("the newer 30 s hold ended within 1 s"))
+            .collect();
+        assert!(problems.is_empty(), "{problems:?}");
+    })
+    .await;
+}
+
+/// The runtime that runs both the waiter and the pub/sub connection task is blocked (user code
+/// on a current-thread runtime) while a release grants the lock to the waiter: the grant is
+/// read only when the runtime runs again, 3 s later, long after the granted hold's lease of
+/// 1 s ran out and another owner took the lock. It must count as old as it is (the socket was
+/// last found empty before the block), so it is confirmed and not handed out. (Stamped when
+/// read, it looked fresh and was handed out: two holders.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_grant_read_late_by_a_blocked_runtime_is_not_handed_out_unconfirmed() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let client = builder(&server)
+            .lease(ms(1_000))
+            .recheck_interval(Duration::from_secs(60))
+            .connect()
+            .await
+            .unwrap();
+        let url = server.url();
+        let (holder, intruder, me) = (Owner::random(), Owner::random(), Owner::random());
+        let other = redlock_core::blocking::Client::connect(&url).unwrap();
+        let held = other.lock("granted").unwrap();
+        held.acquire(&holder, NOW, Some(ms(30_000))).unwrap();
+        let lock = client.lock("granted").unwrap();
+        let mut acquiring = Box::pin(lock.acquire(&me, Some(ms(20_000)), None));
+        // Polled until it waits (queued and listening).
+        assert!(tokio::time::timeout(ms(300), &mut acquiring).await.is_err());
+        let (o, i) = (other.clone(), intruder.clone());
+        let elsewhere = std::thread::spawn(move || {
+            let held = o.lock("granted").unwrap();
+            std::thread::sleep(ms(200));
+            held.release(&holder).unwrap(); // granted to `me` inside the release
+            std::thread::sleep(ms(1_500)); // past the granted hold's lease of 1 s
+            held.acquire(&i, Some(ms(2_000)), Some(ms(3_000)))
+                .map(|h| h.fencing_token())
+        });
+        std::thread::sleep(ms(3_000)); // this runtime's only thread is busy
+        let taken = elsewhere.join().unwrap();
+        assert!(taken.is_ok(), "the unrenewed grant ran out: {taken:?}");
+        let hold = acquiring.await.expect("it gets the lock in the end");
+        let mine = lock.is_held_by(&me).await.unwrap();
+        let theirs = held.is_held_by(&intruder).unwrap();
+        assert!(
+            mine && !theirs,
+            "handed out a grant that had run out (fence {}; intruder's {:?}): held by me {mine}, \
+             by the intruder {theirs}",
+            hold.fencing_token(),
+            taken
+        );
+        other.close();
     })
     .await;
 }

@@ -132,14 +132,28 @@ local function hand_over()
   return conflict()
 end
 
+-- The writer's lease, lengthened to this call's from now if shorter (never shortened).
+local function lengthen_write()
+  if writer_expiry() < now() + lease then
+    if redis.call('EXISTS', Z) == 1 then
+      redis.call('ZADD', Z, now() + lease, 'w')
+      refresh_ttl()
+    else
+      redis.call('PEXPIRE', H, ARGV[2])
+    end
+  end
+end
+
 if mode == 'w' then
   if writer then
     if writer ~= tok then return conflict() end
     if granted == waiter then
       -- Granted to this waiter by a release; its wake-up was missed or is still on its way.
+      -- Its lease ran from that release: it starts anew, as the caller counts it from here.
       local h = redis.call('HMGET', H, 'wf', 'wc')
       checked_fence(h[1], 'wf')
       redis.call('HDEL', H, 'wg')
+      lengthen_write()
       return h[1] .. ':' .. h[2]
     end
     -- Re-entry; it never shortens a lease that is already longer. A call of this owner that
@@ -148,14 +162,7 @@ if mode == 'w' then
     local fence = checked_fence(redis.call('HGET', H, 'wf'), 'wf')
     if waiters % 2 == 1 then forget_writer(waiter) end
     local count = redis.call('HINCRBY', H, 'wc', 1)
-    if writer_expiry() < now() + lease then
-      if redis.call('EXISTS', Z) == 1 then
-        redis.call('ZADD', Z, now() + lease, 'w')
-        refresh_ttl()
-      else
-        redis.call('PEXPIRE', H, ARGV[2])
-      end
-    end
+    lengthen_write()
     return fence .. ':' .. count
   end
   if my_read then return -1 end

@@ -165,7 +165,7 @@ impl Lock {
                 lease_ms,
                 fence: Some(fence),
             };
-            let held = self.still_held(owner, lease_ms).await?;
+            let held = self.still_held(owner, lease_ms, fence).await?;
             unconfirmed.fence = None;
             if !held {
                 return Ok(None);
@@ -358,14 +358,17 @@ impl Lock {
         });
     }
 
-    /// Whether `owner` still holds this view, setting its lease to `lease_ms` from now if so.
-    async fn still_held(&self, owner: &Owner, lease_ms: u64) -> Result<bool> {
+    /// Whether `owner` still holds this view with the hold `fence` (not a newer hold of its
+    /// own), its lease lengthened to `lease_ms` from now if shorter (never shortened: a
+    /// re-entry's hold may have a longer lease).
+    async fn still_held(&self, owner: &Owner, lease_ms: u64, fence: u64) -> Result<bool> {
         let script = &SCRIPTS.extend;
         let mut invocation = self.keyed(script);
         invocation
             .arg(self.mode.as_arg())
             .arg(owner.token())
-            .arg(lease_ms);
+            .arg(lease_ms)
+            .arg(fence);
         match self
             .client
             .eval_rerunnable(script, &invocation, false)

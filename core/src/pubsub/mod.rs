@@ -55,12 +55,14 @@ struct Shared {
 
 /// Wakes a channel's waiters for a release, or hands out a grant to one of this client's
 /// waiters. `early` (a waiter read the message in the socket, still unread): grants only.
+/// `arrived`: the earliest the message could have come (a grant's hold is about that old).
 fn dispatch(
     channels: &HashMap<String, ChannelState>,
     grant_suffix: &str,
     name: &str,
     payload: &[u8],
     early: bool,
+    arrived: Instant,
 ) {
     if let Some(state) = channels.get(name) {
         if !early {
@@ -79,7 +81,7 @@ fn dispatch(
         Some((fence.parse::<u64>().ok()?, waiter))
     });
     match grant {
-        Some((fence, waiter)) => state.signal.grant(waiter, fence, early),
+        Some((fence, waiter)) => state.signal.grant(waiter, fence, early, arrived),
         // Not a grant we understand: let the waiters look for themselves.
         None if !early => state.signal.fire(),
         None => {}
@@ -101,7 +103,7 @@ pub(crate) struct Signal {
 /// connection task read them there.
 #[derive(Default)]
 struct Grants {
-    /// With when each was read: the hold's lease runs from about then.
+    /// With the earliest each could have arrived: the hold's lease ran from about then.
     untaken: HashMap<String, (u64, Instant)>,
     early: HashMap<String, u64>,
 }
@@ -114,7 +116,7 @@ impl Signal {
 
     /// A grant read by the connection task (`early`: by a waiter in the socket, still unread).
     /// Each grant is handed out once: the task's reading of an early one is dropped.
-    fn grant(&self, waiter: &str, fence: u64, early: bool) {
+    fn grant(&self, waiter: &str, fence: u64, early: bool, arrived: Instant) {
         let mut grants = self.grants.lock().unwrap();
         if early {
             // A message still unread may be looked at again.
@@ -133,9 +135,7 @@ impl Signal {
         if grants.untaken.len() >= MAX_UNTAKEN_GRANTS {
             grants.untaken.clear();
         }
-        grants
-            .untaken
-            .insert(waiter.to_owned(), (fence, Instant::now()));
+        grants.untaken.insert(waiter.to_owned(), (fence, arrived));
         drop(grants);
         self.fire();
     }
@@ -179,8 +179,8 @@ impl Subscription {
         self.signal.reconnects.load(Ordering::SeqCst)
     }
 
-    /// The fencing token of a grant to `waiter`, taken (only once) if it arrived, and when it
-    /// was read.
+    /// The fencing token of a grant to `waiter`, taken (only once) if it arrived, and the
+    /// earliest it could have arrived.
     pub(crate) fn take_grant(&self, waiter: &str) -> Option<(u64, tokio::time::Instant)> {
         let (fence, read) = self.signal.grants.lock().unwrap().untaken.remove(waiter)?;
         Some((fence, tokio::time::Instant::from_std(read)))
@@ -503,8 +503,9 @@ impl HubTask {
 
     fn dispatch(&self, msg: &redis::Msg) {
         let (name, payload) = (msg.get_channel_name(), msg.get_payload_bytes());
+        let arrived = self.shared.socket.arrived_after();
         let channels = self.shared.channels.lock().unwrap();
-        dispatch(&channels, &self.grant_suffix, name, payload, false);
+        dispatch(&channels, &self.grant_suffix, name, payload, false, arrived);
     }
 
     fn confirm(&self, channels: &[String]) {

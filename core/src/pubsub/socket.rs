@@ -12,9 +12,10 @@
 use std::io;
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -30,6 +31,16 @@ pub(super) struct SocketWatch {
     /// Whether a waiter watches the socket: one at most, so a message wakes at most one thread
     /// beside the runtime's.
     pub(super) taken: AtomicBool,
+    /// When the bytes read last could have arrived at the earliest (see [`Self::arrived_after`]).
+    reads: Mutex<Reads>,
+}
+
+/// The last time a read of the socket found nothing, and that time as it was before the last
+/// read that found bytes: those bytes arrived after it.
+#[derive(Default)]
+struct Reads {
+    idle_at: Option<Instant>,
+    last_bytes_after: Option<Instant>,
 }
 
 impl Default for SocketWatch {
@@ -38,6 +49,7 @@ impl Default for SocketWatch {
             fd: AtomicI32::new(-1),
             dispatched: AtomicU64::new(0),
             taken: AtomicBool::new(false),
+            reads: Mutex::default(),
         }
     }
 }
@@ -47,6 +59,17 @@ pub(crate) struct WatchedSocket {
     pub(super) shared: Arc<Shared>,
     /// `:CLIENT`: a lock's channel plus this is where grants to this client's waiters arrive.
     pub(super) grant_suffix: Arc<str>,
+}
+
+impl SocketWatch {
+    /// The earliest the message being handed out could have arrived: after the last time the
+    /// socket was found empty before the read that brought it (a runtime kept busy reads it
+    /// late, and the grant in it may be older than it looks). Now when nothing is known (TLS
+    /// is not watched).
+    pub(super) fn arrived_after(&self) -> Instant {
+        let last = self.reads.lock().unwrap().last_bytes_after;
+        last.unwrap_or_else(Instant::now)
+    }
 }
 
 impl WatchedSocket {
@@ -91,7 +114,8 @@ impl WatchedSocket {
         while let Ok(Some((frame, used))) = crate::direct::parse_reply(unread) {
             unread = &unread[used..];
             if let Some((channel, payload)) = message_of(&frame) {
-                dispatch(&channels, &self.grant_suffix, channel, payload, true);
+                let now = Instant::now(); // read as soon as it came: this thread waits for it
+                dispatch(&channels, &self.grant_suffix, channel, payload, true, now);
             }
         }
     }
@@ -179,7 +203,18 @@ impl<S: AsRawFd + AsyncRead + Unpin> AsyncRead for Watched<S> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        let filled = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        let got_bytes = matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > filled;
+        if polled.is_pending() || got_bytes {
+            let mut reads = self.shared.socket.reads.lock().unwrap();
+            if got_bytes {
+                reads.last_bytes_after = reads.idle_at;
+            } else {
+                reads.idle_at = Some(Instant::now());
+            }
+        }
+        polled
     }
 }
 

@@ -36,7 +36,14 @@ fn message(channel: &str, payload: &str) -> Vec<u8> {
 
 fn task_reads(shared: &Shared, channel: &str, payload: &str) {
     let channels = shared.channels.lock().unwrap();
-    dispatch(&channels, ":test", channel, payload.as_bytes(), false);
+    dispatch(
+        &channels,
+        ":test",
+        channel,
+        payload.as_bytes(),
+        false,
+        Instant::now(),
+    );
 }
 
 #[test]
@@ -50,8 +57,8 @@ fn a_grant_is_handed_out_once_whether_read_early_late_or_both() {
 
     // Read early by a waiter (twice: a message still unread may be looked at again), then by
     // the task: one hand-out, one wake-up.
-    signal.grant("c-1:tok", 7, true);
-    signal.grant("c-1:tok", 7, true);
+    signal.grant("c-1:tok", 7, true, Instant::now());
+    signal.grant("c-1:tok", 7, true, Instant::now());
     assert_eq!((take("c-1:tok"), fires()), (Some(7), 1));
     task_reads(&shared, "L:ch:test", "g:7:c-1:tok");
     assert_eq!((take("c-1:tok"), fires()), (None, 1));
@@ -62,9 +69,23 @@ fn a_grant_is_handed_out_once_whether_read_early_late_or_both() {
 
     // A release message wakes the channel's waiters when the task reads it, never early.
     let channels = shared.channels.lock().unwrap();
-    dispatch(&channels, ":test", "L:ch", b"released", true);
+    dispatch(
+        &channels,
+        ":test",
+        "L:ch",
+        b"released",
+        true,
+        Instant::now(),
+    );
     assert_eq!(fires(), 2);
-    dispatch(&channels, ":test", "L:ch", b"released", false);
+    dispatch(
+        &channels,
+        ":test",
+        "L:ch",
+        b"released",
+        false,
+        Instant::now(),
+    );
     assert_eq!(fires(), 3);
 }
 
