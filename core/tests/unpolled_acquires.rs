@@ -241,3 +241,72 @@ async fn a_grant_read_late_by_a_blocked_runtime_is_not_handed_out_unconfirmed() 
     })
     .await;
 }
+
+/// As above, but while the runtime is blocked a *blocking* acquire of the same client (another
+/// thread) waits, and so watches the pub/sub socket: it peeks at the unread bytes and hands out
+/// the old grant to `me` early. That grant counts from when the socket was last found empty,
+/// not from the peek, so it is confirmed and not handed out. (Stamped at the peek, it looked
+/// fresh and was handed out while the intruder held the lock; found by the third review.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_grant_peeked_late_by_a_blocking_watcher_is_not_handed_out_unconfirmed() {
+    limited(40, async {
+        let server = RedisServer::start();
+        let url = server.url();
+        // One client, used both async (this runtime: its waiter starts the pub/sub task here)
+        // and blocking (another thread). Lease 3 s: "late" is past 1 s.
+        let b = builder(&server)
+            .lease(ms(3_000))
+            .recheck_interval(Duration::from_secs(60));
+        let blocking = redlock_core::blocking::Client::from_builder(b).unwrap();
+        let client = blocking.as_async().unwrap();
+        let (holder, intruder, me, bystander) = (
+            Owner::random(),
+            Owner::random(),
+            Owner::random(),
+            Owner::random(),
+        );
+        let other = redlock_core::blocking::Client::connect(&url).unwrap();
+        let held = other.lock("granted").unwrap();
+        held.acquire(&holder, NOW, Some(ms(30_000))).unwrap();
+        // Something for the blocking watcher to wait on.
+        other
+            .lock("busy")
+            .unwrap()
+            .acquire(&holder, NOW, Some(ms(30_000)))
+            .unwrap();
+        let lock = client.lock("granted").unwrap();
+        let mut acquiring = Box::pin(lock.acquire(&me, Some(ms(20_000)), None));
+        assert!(tokio::time::timeout(ms(300), &mut acquiring).await.is_err());
+        let (o, i) = (other.clone(), intruder.clone());
+        let elsewhere = std::thread::spawn(move || {
+            let held = o.lock("granted").unwrap();
+            std::thread::sleep(ms(200));
+            held.release(&holder).unwrap(); // granted to `me` (T0), lease 3 s
+            std::thread::sleep(ms(3_500)); // past the granted hold's lease
+            held.acquire(&i, Some(ms(2_000)), Some(ms(3_000)))
+                .map(|h| h.fencing_token())
+        });
+        let watcher = std::thread::spawn(move || {
+            std::thread::sleep(ms(3_900)); // after the intruder took the lock
+            let busy = blocking.lock("busy").unwrap();
+            // Waits (the lock is held), watching the socket: the old grant to `me` is unread.
+            busy.acquire(&bystander, Some(ms(300)), None).err()
+        });
+        std::thread::sleep(ms(4_300)); // this runtime's only thread is busy
+        let taken = elsewhere.join().unwrap();
+        assert!(taken.is_ok(), "the unrenewed grant ran out: {taken:?}");
+        eprintln!("watcher: {:?}", watcher.join().unwrap());
+        let hold = acquiring.await.expect("it gets the lock in the end");
+        let mine = lock.is_held_by(&me).await.unwrap();
+        let theirs = held.is_held_by(&intruder).unwrap();
+        assert!(
+            mine && !theirs,
+            "handed out a grant that had run out (fence {}; intruder's {:?}): held by me {mine}, \
+             by the intruder {theirs}",
+            hold.fencing_token(),
+            taken
+        );
+        other.close();
+    })
+    .await;
+}

@@ -111,11 +111,21 @@ impl WatchedSocket {
             return;
         };
         let mut unread = &peeked[..got];
+        // Unread bytes came after the socket was last found empty, not "now": this thread may
+        // start watching long after they arrived (another waiter's grant, its runtime blocked).
+        let arrived = self.shared.socket.reads.lock().unwrap().idle_at;
+        let arrived = arrived.unwrap_or_else(Instant::now);
         while let Ok(Some((frame, used))) = crate::direct::parse_reply(unread) {
             unread = &unread[used..];
             if let Some((channel, payload)) = message_of(&frame) {
-                let now = Instant::now(); // read as soon as it came: this thread waits for it
-                dispatch(&channels, &self.grant_suffix, channel, payload, true, now);
+                dispatch(
+                    &channels,
+                    &self.grant_suffix,
+                    channel,
+                    payload,
+                    true,
+                    arrived,
+                );
             }
         }
     }
