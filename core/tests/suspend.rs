@@ -107,52 +107,52 @@ fn stop_during_call(server: &RedisServer, sub: &mut Subprocess, stopped_for: Dur
     sub.signal(libc::SIGCONT);
 }
 
+/// One scenario of a call answered while its process was stopped: in the subprocess (`role`),
+/// `role_main`; here, the subprocess started and stopped during its call. What it said after
+/// the call (its outcome, then whether it holds the lock), or None in the subprocess.
+fn answered_while_stopped(test: &str, role: &str, role_main: fn()) -> Option<(String, String)> {
+    if std::env::var(ROLE_ENV).as_deref() == Ok(role) {
+        role_main();
+        return None;
+    }
+    let server = RedisServer::start();
+    let mut sub = Subprocess::start(test, role, &server.url());
+    stop_during_call(&server, &mut sub, Duration::from_secs(4));
+    let (outcome, held) = (sub.line(), sub.line());
+    println!("subprocess: {outcome}; {held}");
+    Some((outcome, held))
+}
+
+const ANSWERED_IN_TIME: &str = "Redis answered in 0.5 s (command timeout 3 s), yet the call failed";
+
 // ---------------------------------------------------------------------------------------------
 // A blocking caller (the C, Java, Python-sync and Go bindings): its acquire is made on a
 // direct connection, read on its own thread.
 
 #[test]
 fn a_blocking_acquire_answered_while_the_process_was_stopped_gets_the_lock() {
-    if std::env::var(ROLE_ENV).as_deref() == Ok("blocking-acquire") {
-        return blocking_acquire_role();
-    }
-    let server = RedisServer::start();
-    let mut sub = Subprocess::start(
+    let Some((outcome, held)) = answered_while_stopped(
         "a_blocking_acquire_answered_while_the_process_was_stopped_gets_the_lock",
         "blocking-acquire",
-        &server.url(),
-    );
-    stop_during_call(&server, &mut sub, Duration::from_secs(4));
-    let acquired = sub.line();
-    let held_after = sub.line();
-    println!("subprocess: {acquired}; {held_after}");
-    assert_eq!(
-        acquired, "acquired",
-        "Redis answered in 0.5 s (command timeout 3 s), yet the acquire failed"
-    );
-    assert_eq!(held_after, "held: true");
+        blocking_acquire_role,
+    ) else {
+        return;
+    };
+    assert_eq!(outcome, "acquired", "{ANSWERED_IN_TIME}");
+    assert_eq!(held, "held: true");
 }
 
 #[test]
 fn a_cancellable_blocking_acquire_answered_while_the_process_was_stopped_gets_the_lock() {
-    if std::env::var(ROLE_ENV).as_deref() == Ok("cancellable-acquire") {
-        return blocking_acquire_role();
-    }
-    let server = RedisServer::start();
-    let mut sub = Subprocess::start(
+    let Some((outcome, held)) = answered_while_stopped(
         "a_cancellable_blocking_acquire_answered_while_the_process_was_stopped_gets_the_lock",
         "cancellable-acquire",
-        &server.url(),
-    );
-    stop_during_call(&server, &mut sub, Duration::from_secs(4));
-    let acquired = sub.line();
-    let held_after = sub.line();
-    println!("subprocess: {acquired}; {held_after}");
-    assert_eq!(
-        acquired, "acquired",
-        "Redis answered in 0.5 s (command timeout 3 s), yet the acquire failed"
-    );
-    assert_eq!(held_after, "held: true");
+        blocking_acquire_role,
+    ) else {
+        return;
+    };
+    assert_eq!(outcome, "acquired", "{ANSWERED_IN_TIME}");
+    assert_eq!(held, "held: true");
 }
 
 /// Also with a cancel token, as the Java and sync Python bindings pass one ("cancellable-").
@@ -188,24 +188,15 @@ fn blocking_acquire_role() {
 
 #[test]
 fn a_blocking_release_answered_while_the_process_was_stopped_succeeds() {
-    if std::env::var(ROLE_ENV).as_deref() == Ok("blocking-release") {
-        return blocking_release_role();
-    }
-    let server = RedisServer::start();
-    let mut sub = Subprocess::start(
+    let Some((outcome, held)) = answered_while_stopped(
         "a_blocking_release_answered_while_the_process_was_stopped_succeeds",
         "blocking-release",
-        &server.url(),
-    );
-    stop_during_call(&server, &mut sub, Duration::from_secs(4));
-    let released = sub.line();
-    let held_after = sub.line();
-    println!("subprocess: {released}; {held_after}");
-    assert_eq!(held_after, "held: false", "the release ran in Redis");
-    assert_eq!(
-        released, "released",
-        "Redis answered in 0.5 s (command timeout 3 s), yet the release failed"
-    );
+        blocking_release_role,
+    ) else {
+        return;
+    };
+    assert_eq!(held, "held: false", "the release ran in Redis");
+    assert_eq!(outcome, "released", "{ANSWERED_IN_TIME}");
 }
 
 fn blocking_release_role() {
@@ -238,24 +229,15 @@ fn blocking_release_role() {
 
 #[test]
 fn an_async_acquire_answered_while_the_process_was_stopped_gets_the_lock() {
-    if std::env::var(ROLE_ENV).as_deref() == Ok("async-acquire") {
-        return async_acquire_role();
-    }
-    let server = RedisServer::start();
-    let mut sub = Subprocess::start(
+    let Some((outcome, held)) = answered_while_stopped(
         "an_async_acquire_answered_while_the_process_was_stopped_gets_the_lock",
         "async-acquire",
-        &server.url(),
-    );
-    stop_during_call(&server, &mut sub, Duration::from_secs(4));
-    let acquired = sub.line();
-    let held_after = sub.line();
-    println!("subprocess: {acquired}; {held_after}");
-    assert_eq!(
-        acquired, "acquired",
-        "Redis answered in 0.5 s (command timeout 3 s), yet the acquire failed"
-    );
-    assert_eq!(held_after, "held: true");
+        async_acquire_role,
+    ) else {
+        return;
+    };
+    assert_eq!(outcome, "acquired", "{ANSWERED_IN_TIME}");
+    assert_eq!(held, "held: true");
 }
 
 fn async_acquire_role() {

@@ -12,17 +12,23 @@ use std::time::Duration;
 use common::*;
 use redlock_core::{Client, Lock, Owner};
 
-/// The holder of `name` at the moment the acquire is handed out must be its owner: the first
-/// owner's grant (or reply) ran out unrenewed and `intruder` took the lock.
-async fn hand_out(
+/// While nobody polls `acquiring` (whose hold has a lease of 1 s), the lease runs out and
+/// `intruder`, of `client`, takes the lock. When `acquiring` is handed out, its owner `me` must
+/// be the holder.
+async fn intruded_then_handed_out(
     client: &Client,
     acquiring: impl Future<Output = redlock_core::Result<redlock_core::Hold>>,
     lock: &Lock,
     me: &Owner,
     intruder: &Owner,
 ) {
-    let hold = acquiring.await.expect("it gets the lock in the end");
+    tokio::time::sleep(ms(1_500)).await; // past the hold's lease of 1 s
     let other = client.lock(lock.name()).unwrap();
+    let taken = other
+        .acquire(intruder, Some(ms(2_000)), Some(ms(3_000)))
+        .await;
+    assert!(taken.is_ok(), "the unrenewed hold ran out: {taken:?}");
+    let hold = acquiring.await.expect("it gets the lock in the end");
     assert!(
         lock.is_held_by(me).await.unwrap(),
         "handed out a hold that had run out (fence {}); the intruder holds: {}",
@@ -46,12 +52,7 @@ async fn a_grant_that_ran_out_before_its_acquire_was_polled_is_not_handed_out() 
         // Polled until it waits (queued and listening), then left alone.
         assert!(tokio::time::timeout(ms(300), &mut acquiring).await.is_err());
         held.release(&holder).await.unwrap(); // handed to `me` inside the release
-        tokio::time::sleep(ms(1_500)).await; // past the granted hold's lease of 1 s
-        let taken = held
-            .acquire(&intruder, Some(ms(2_000)), Some(ms(3_000)))
-            .await;
-        assert!(taken.is_ok(), "the unrenewed grant ran out: {taken:?}");
-        hand_out(&other, acquiring, &lock, &me, &intruder).await;
+        intruded_then_handed_out(&other, acquiring, &lock, &me, &intruder).await;
     })
     .await;
 }
@@ -71,13 +72,7 @@ async fn a_reply_that_ran_out_before_its_acquire_was_polled_is_not_handed_out() 
         let stall = server.stall(ms(400));
         assert!(tokio::time::timeout(ms(50), &mut acquiring).await.is_err());
         stall.join().unwrap();
-        tokio::time::sleep(ms(1_500)).await; // past the hold's lease of 1 s
-        let intruding = other.lock("answered").unwrap();
-        let taken = intruding
-            .acquire(&intruder, Some(ms(2_000)), Some(ms(3_000)))
-            .await;
-        assert!(taken.is_ok(), "the unrenewed hold ran out: {taken:?}");
-        hand_out(&other, acquiring, &lock, &me, &intruder).await;
+        intruded_then_handed_out(&other, acquiring, &lock, &me, &intruder).await;
     })
     .await;
 }
