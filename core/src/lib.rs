@@ -85,14 +85,14 @@
 //!   one the [`blocking`] API uses), so a client made in a runtime that has ended (a `static`
 //!   client made by the first `#[tokio::test]`) keeps renewing, and a runtime kept busy by user
 //!   code lets no watched hold expire. An acquire whose future is polled late (a busy asyncio
-//!   loop, a blocked runtime) after Redis gave it the hold — later than a third of its lease,
-//!   counted from when the attempt was sent or the grant's message could have arrived —
-//!   confirms that very hold (its fence) and lengthens its lease (never shortens it) before
-//!   handing it out; a hold that ran out meanwhile is never handed out: the acquire goes on
-//!   with the time left (a cancel meanwhile gives the hold back). A grant counts from the last
-//!   time the client's pub/sub socket was found empty, so one that comes after more than a
-//!   third of the lease of silence there costs that one more round trip. (Over TLS a grant
-//!   counts from when it was read: its socket is not watched.) Hot calls stay on the caller's runtime, on direct
+//!   loop, a blocked runtime) after Redis gave it the hold — later than a third of its lease
+//!   (at least 100 ms, but less than half the lease) — confirms that very hold (its fence) and
+//!   lengthens its lease (never shortens it) before handing it out; a hold that ran out
+//!   meanwhile is never handed out: the acquire goes on with the time left (a cancel meanwhile
+//!   gives the hold back). A hold counts from when its attempt was sent; a grant from the
+//!   earlier of the last time the client's pub/sub socket was found empty and the last time the
+//!   waiter looked for one, so a grant after a wait or a silence of more than a third of the
+//!   lease costs that one more round trip. Hot calls stay on the caller's runtime, on direct
 //!   connections of that runtime; the pub/sub connection runs on the runtime of the first caller
 //!   that waits and is started again on another should that one end. When no thread can be
 //!   made, calls that need one fail with [`Error::Connection`] rather than panic.

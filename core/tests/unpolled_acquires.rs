@@ -305,3 +305,126 @@ async fn a_grant_peeked_late_by_a_blocking_watcher_is_not_handed_out_unconfirmed
     })
     .await;
 }
+
+/// As the blocked-runtime test above, and meanwhile another thread of the same client starts
+/// waiting on another lock: its subscribe request wakes the hub task, which runs (with the
+/// redis-rs driver) before the runtime polls its I/O driver, and its read returns Pending from
+/// tokio's cached readiness although the grant's bytes have waited in the socket for seconds.
+/// The grant must still count as old (the waiter's last look, before the block, bounds it).
+/// (Found by the fourth review: it looked fresh and was handed out.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_grant_read_late_after_a_subscribe_request_woke_the_hub_is_not_handed_out_unconfirmed() {
+    limited(40, async {
+        let server = RedisServer::start();
+        let client = builder(&server)
+            .lease(ms(1_000))
+            .recheck_interval(Duration::from_secs(60))
+            .connect()
+            .await
+            .unwrap();
+        let url = server.url();
+        let (holder, intruder, me, bystander) = (
+            Owner::random(),
+            Owner::random(),
+            Owner::random(),
+            Owner::random(),
+        );
+        let other = redlock_core::blocking::Client::connect(&url).unwrap();
+        let held = other.lock("granted").unwrap();
+        held.acquire(&holder, NOW, Some(ms(30_000))).unwrap();
+        other
+            .lock("busy")
+            .unwrap()
+            .acquire(&holder, NOW, Some(ms(30_000)))
+            .unwrap();
+        let lock = client.lock("granted").unwrap();
+        let mut acquiring = Box::pin(lock.acquire(&me, Some(ms(20_000)), None));
+        // Polled until it waits (queued and listening: the hub runs on this runtime).
+        assert!(tokio::time::timeout(ms(300), &mut acquiring).await.is_err());
+        let (o, i) = (other.clone(), intruder.clone());
+        let elsewhere = std::thread::spawn(move || {
+            let held = o.lock("granted").unwrap();
+            std::thread::sleep(ms(200));
+            held.release(&holder).unwrap(); // granted to `me` inside the release
+            std::thread::sleep(ms(1_500)); // past the granted hold's lease of 1 s
+            held.acquire(&i, Some(ms(2_000)), Some(ms(5_000)))
+                .map(|h| h.fencing_token())
+        });
+        // Another task of this client, on a runtime of its own, starts waiting on "busy".
+        let c = client.clone();
+        let poker = std::thread::spawn(move || {
+            std::thread::sleep(ms(2_200));
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let busy = c.lock("busy").unwrap();
+                busy.acquire(&bystander, Some(ms(1_500)), None).await.err()
+            })
+        });
+        std::thread::sleep(ms(3_000)); // this runtime's only thread is busy
+        let taken = elsewhere.join().unwrap();
+        assert!(taken.is_ok(), "the unrenewed grant ran out: {taken:?}");
+        let hold = acquiring.await.expect("it gets the lock in the end");
+        let mine = lock.is_held_by(&me).await.unwrap();
+        let theirs = held.is_held_by(&intruder).unwrap();
+        eprintln!("poker: {:?}", poker.join().unwrap());
+        assert!(
+            mine && !theirs,
+            "handed out a grant that had run out (fence {}; intruder's {:?}): held by me {mine}, \
+             by the intruder {theirs}",
+            hold.fencing_token(),
+            taken
+        );
+        other.close();
+    })
+    .await;
+}
+
+/// A lease of 20 ms (valid: at least 1 ms): a hold handed out ~85 ms after its attempt was
+/// sent, after it ended and another owner took the lock, is confirmed and not handed out: the
+/// floor that spares short leases a confirmation stays below half the lease. (Found by the
+/// fourth review: the floor was 100 ms whatever the lease.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_short_lease_handed_out_after_it_ended_is_confirmed() {
+    limited(30, async {
+        let server = RedisServer::start();
+        let client = connect(&server).await;
+        let url = server.url();
+        let (intruder, me) = (Owner::random(), Owner::random());
+        let lock = client.lock("short").unwrap();
+        lock.acquire(&me, NOW, Some(ms(20))).await.unwrap(); // connections and scripts ready
+        lock.release(&me).await.unwrap();
+        let other = redlock_core::blocking::Client::connect(&url).unwrap();
+        let o = other.clone();
+        let i = intruder.clone();
+        let stall = server.stall(ms(130)); // ~30 ms of it left
+        let mut acquiring = Box::pin(lock.acquire(&me, Some(ms(10_000)), Some(ms(20))));
+        let sent = std::time::Instant::now();
+        let elsewhere = std::thread::spawn(move || {
+            std::thread::sleep(ms(60)); // Redis ran the attempt at ~30 ms; its lease ended at ~50
+            o.lock("short")
+                .unwrap()
+                .acquire(&i, Some(ms(30)), Some(ms(5_000)))
+                .map(|h| h.fencing_token())
+        });
+        assert!(tokio::time::timeout(ms(3), &mut acquiring).await.is_err());
+        std::thread::sleep(ms(80).saturating_sub(sent.elapsed())); // not polled
+        let taken = elsewhere.join().unwrap();
+        stall.join().unwrap();
+        assert!(taken.is_ok(), "the intruder did not get in: {taken:?}");
+        let hold = acquiring.await.unwrap();
+        let handed = sent.elapsed();
+        let mine = lock.is_held_by(&me).await.unwrap();
+        let theirs = other.lock("short").unwrap().is_held_by(&intruder).unwrap();
+        assert!(
+            mine && !theirs,
+            "handed out {handed:?} after sending, fence {} (intruder's {taken:?}): held by me \
+             {mine}, by the intruder {theirs}",
+            hold.fencing_token()
+        );
+        other.close();
+    })
+    .await;
+}

@@ -152,10 +152,12 @@ impl Lock {
         };
         // Handed out late (an asyncio loop polls this future on its own thread, and that thread
         // was busy): the hold's lease ran from `since`, and nothing renewed it meanwhile. Past a
-        // watchdog period (and a floor, so that a lease of a few ms does not confirm every
-        // attempt) it is confirmed, and its lease set anew, before it is handed out; one that
-        // ended meanwhile is not the caller's: it starts over with the time left.
-        let late = (Duration::from_millis(lease_ms) / 3).max(Duration::from_millis(100));
+        // watchdog period (and a floor of 100 ms, so that a short lease does not confirm every
+        // attempt, but below half the lease, so that no hold is handed out unconfirmed with
+        // less than half of it left) it is confirmed, and its lease lengthened, before it is
+        // handed out; one that ended meanwhile is not the caller's: it starts over.
+        let lease = Duration::from_millis(lease_ms);
+        let late = (lease / 3).max(Duration::from_millis(100).min(lease / 2));
         if since.elapsed() >= late {
             // Given back if this errs or the acquire is dropped meanwhile (cancelled).
             let mut unconfirmed = GiveBackOnDrop {
@@ -212,6 +214,8 @@ impl Lock {
         let mut failed: u64 = 1;
         let mut alerted = false;
         self.local.failed_attempts.fetch_add(1, Ordering::Relaxed);
+        // The last time this waiter looked for a grant and found none (see `take_grant`).
+        let mut looked = Instant::now();
 
         // Subscribe first (a queued waiter's wake-up then covers its whole time in the queue).
         let fresh_subscription = live.is_none();
@@ -256,7 +260,7 @@ impl Lock {
                         }
                     }
                     let armed = subscription.arm();
-                    if let Some((fence, since)) = subscription.take_grant(waiter) {
+                    if let Some((fence, since)) = take_grant(&subscription, waiter, &mut looked) {
                         *last = Attempt::Acquired {
                             fence,
                             count: 1,
@@ -298,7 +302,7 @@ impl Lock {
         loop {
             // A grant to us needs no attempt. (One that arrives during an attempt fires the
             // wake-up armed before it, so the next turn of the loop finds it.)
-            if let Some((fence, since)) = subscription.take_grant(waiter) {
+            if let Some((fence, since)) = take_grant(&subscription, waiter, &mut looked) {
                 *last = Attempt::Acquired {
                     fence,
                     count: 1,
@@ -741,6 +745,26 @@ pub(super) async fn tidy<T>(
         Err(_) => Err(Error::Connection(
             "tidying up after a waiter timed out".into(),
         )),
+    }
+}
+
+/// A grant to `waiter`, with the earliest its hold could have been made: the grant's stamp
+/// (when its message could have arrived), or the last time the waiter looked and found none
+/// (`looked`), whichever is earlier. The stamp misses a message read late after another read
+/// (redis-rs reads ahead), or a read that tokio's cached readiness made look empty; a runtime
+/// blocked while the grant came held up this waiter's looks as much. `looked` becomes now when
+/// there is none.
+fn take_grant(
+    subscription: &crate::pubsub::Subscription,
+    waiter: &str,
+    looked: &mut Instant,
+) -> Option<(u64, Instant)> {
+    match subscription.take_grant(waiter) {
+        Some((fence, stamp)) => Some((fence, stamp.min(*looked))),
+        None => {
+            *looked = Instant::now();
+            None
+        }
     }
 }
 
