@@ -10,7 +10,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use common::*;
-use redlock_core::{Client, Lock, Owner};
+use redlock_core::{Client, Lock, Owner, blocking};
 
 /// While nobody polls `acquiring` (whose hold has a lease of 1 s), the lease runs out and
 /// `intruder`, of `client`, takes the lock. When `acquiring` is handed out, its owner `me` must
@@ -36,6 +36,50 @@ async fn intruded_then_handed_out(
         other.is_held_by(intruder).await.unwrap()
     );
     lock.release(me).await.unwrap();
+}
+
+/// On a thread of its own: 200 ms from now `holder`'s hold of "granted" (of `other`) is
+/// released, which grants the lock to the waiter; `past` later (once that grant's lease ran
+/// out) `intruder` takes it for `lease`. The intruder's fence.
+fn release_then_intrude(
+    other: &blocking::Client,
+    holder: Owner,
+    intruder: &Owner,
+    past: Duration,
+    lease: Duration,
+) -> std::thread::JoinHandle<redlock_core::Result<u64>> {
+    let (held, intruder) = (other.lock("granted").unwrap(), intruder.clone());
+    std::thread::spawn(move || {
+        std::thread::sleep(ms(200));
+        held.release(&holder).unwrap(); // granted to the waiter inside the release
+        std::thread::sleep(past);
+        held.acquire(&intruder, Some(ms(2_000)), Some(lease))
+            .map(|h| h.fencing_token())
+    })
+}
+
+/// The intruder got in once the grant ran out; when the late acquire is handed out, its owner
+/// `me` holds the lock and the intruder does not.
+async fn handed_out_only_if_held(
+    intruding: std::thread::JoinHandle<redlock_core::Result<u64>>,
+    acquiring: impl Future<Output = redlock_core::Result<redlock_core::Hold>>,
+    lock: &Lock,
+    me: &Owner,
+    held: &blocking::Lock,
+    intruder: &Owner,
+) {
+    let taken = intruding.join().unwrap();
+    assert!(taken.is_ok(), "the unrenewed grant ran out: {taken:?}");
+    let hold = acquiring.await.expect("it gets the lock in the end");
+    let mine = lock.is_held_by(me).await.unwrap();
+    let theirs = held.is_held_by(intruder).unwrap();
+    assert!(
+        mine && !theirs,
+        "handed out a grant that had run out (fence {}; intruder's {:?}): held by me {mine}, \
+         by the intruder {theirs}",
+        hold.fencing_token(),
+        taken
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,28 +254,9 @@ async fn a_grant_read_late_by_a_blocked_runtime_is_not_handed_out_unconfirmed() 
         let mut acquiring = Box::pin(lock.acquire(&me, Some(ms(20_000)), None));
         // Polled until it waits (queued and listening).
         assert!(tokio::time::timeout(ms(300), &mut acquiring).await.is_err());
-        let (o, i) = (other.clone(), intruder.clone());
-        let elsewhere = std::thread::spawn(move || {
-            let held = o.lock("granted").unwrap();
-            std::thread::sleep(ms(200));
-            held.release(&holder).unwrap(); // granted to `me` inside the release
-            std::thread::sleep(ms(1_500)); // past the granted hold's lease of 1 s
-            held.acquire(&i, Some(ms(2_000)), Some(ms(3_000)))
-                .map(|h| h.fencing_token())
-        });
+        let elsewhere = release_then_intrude(&other, holder, &intruder, ms(1_500), ms(3_000));
         std::thread::sleep(ms(3_000)); // this runtime's only thread is busy
-        let taken = elsewhere.join().unwrap();
-        assert!(taken.is_ok(), "the unrenewed grant ran out: {taken:?}");
-        let hold = acquiring.await.expect("it gets the lock in the end");
-        let mine = lock.is_held_by(&me).await.unwrap();
-        let theirs = held.is_held_by(&intruder).unwrap();
-        assert!(
-            mine && !theirs,
-            "handed out a grant that had run out (fence {}; intruder's {:?}): held by me {mine}, \
-             by the intruder {theirs}",
-            hold.fencing_token(),
-            taken
-        );
+        handed_out_only_if_held(elsewhere, acquiring, &lock, &me, &held, &intruder).await;
         other.close();
     })
     .await;
@@ -272,15 +297,7 @@ async fn a_grant_peeked_late_by_a_blocking_watcher_is_not_handed_out_unconfirmed
         let lock = client.lock("granted").unwrap();
         let mut acquiring = Box::pin(lock.acquire(&me, Some(ms(20_000)), None));
         assert!(tokio::time::timeout(ms(300), &mut acquiring).await.is_err());
-        let (o, i) = (other.clone(), intruder.clone());
-        let elsewhere = std::thread::spawn(move || {
-            let held = o.lock("granted").unwrap();
-            std::thread::sleep(ms(200));
-            held.release(&holder).unwrap(); // granted to `me` (T0), lease 3 s
-            std::thread::sleep(ms(3_500)); // past the granted hold's lease
-            held.acquire(&i, Some(ms(2_000)), Some(ms(3_000)))
-                .map(|h| h.fencing_token())
-        });
+        let elsewhere = release_then_intrude(&other, holder, &intruder, ms(3_500), ms(3_000));
         let watcher = std::thread::spawn(move || {
             std::thread::sleep(ms(3_900)); // after the intruder took the lock
             let busy = blocking.lock("busy").unwrap();
@@ -288,19 +305,8 @@ async fn a_grant_peeked_late_by_a_blocking_watcher_is_not_handed_out_unconfirmed
             busy.acquire(&bystander, Some(ms(300)), None).err()
         });
         std::thread::sleep(ms(4_300)); // this runtime's only thread is busy
-        let taken = elsewhere.join().unwrap();
-        assert!(taken.is_ok(), "the unrenewed grant ran out: {taken:?}");
         eprintln!("watcher: {:?}", watcher.join().unwrap());
-        let hold = acquiring.await.expect("it gets the lock in the end");
-        let mine = lock.is_held_by(&me).await.unwrap();
-        let theirs = held.is_held_by(&intruder).unwrap();
-        assert!(
-            mine && !theirs,
-            "handed out a grant that had run out (fence {}; intruder's {:?}): held by me {mine}, \
-             by the intruder {theirs}",
-            hold.fencing_token(),
-            taken
-        );
+        handed_out_only_if_held(elsewhere, acquiring, &lock, &me, &held, &intruder).await;
         other.close();
     })
     .await;
@@ -341,15 +347,7 @@ async fn a_grant_read_late_after_a_subscribe_request_woke_the_hub_is_not_handed_
         let mut acquiring = Box::pin(lock.acquire(&me, Some(ms(20_000)), None));
         // Polled until it waits (queued and listening: the hub runs on this runtime).
         assert!(tokio::time::timeout(ms(300), &mut acquiring).await.is_err());
-        let (o, i) = (other.clone(), intruder.clone());
-        let elsewhere = std::thread::spawn(move || {
-            let held = o.lock("granted").unwrap();
-            std::thread::sleep(ms(200));
-            held.release(&holder).unwrap(); // granted to `me` inside the release
-            std::thread::sleep(ms(1_500)); // past the granted hold's lease of 1 s
-            held.acquire(&i, Some(ms(2_000)), Some(ms(5_000)))
-                .map(|h| h.fencing_token())
-        });
+        let elsewhere = release_then_intrude(&other, holder, &intruder, ms(1_500), ms(5_000));
         // Another task of this client, on a runtime of its own, starts waiting on "busy".
         let c = client.clone();
         let poker = std::thread::spawn(move || {
@@ -364,19 +362,8 @@ async fn a_grant_read_late_after_a_subscribe_request_woke_the_hub_is_not_handed_
             })
         });
         std::thread::sleep(ms(3_000)); // this runtime's only thread is busy
-        let taken = elsewhere.join().unwrap();
-        assert!(taken.is_ok(), "the unrenewed grant ran out: {taken:?}");
-        let hold = acquiring.await.expect("it gets the lock in the end");
-        let mine = lock.is_held_by(&me).await.unwrap();
-        let theirs = held.is_held_by(&intruder).unwrap();
+        handed_out_only_if_held(elsewhere, acquiring, &lock, &me, &held, &intruder).await;
         eprintln!("poker: {:?}", poker.join().unwrap());
-        assert!(
-            mine && !theirs,
-            "handed out a grant that had run out (fence {}; intruder's {:?}): held by me {mine}, \
-             by the intruder {theirs}",
-            hold.fencing_token(),
-            taken
-        );
         other.close();
     })
     .await;

@@ -132,18 +132,6 @@ local function hand_over()
   return conflict()
 end
 
--- The writer's lease, lengthened to this call's from now if shorter (never shortened).
-local function lengthen_write()
-  if writer_expiry() < now() + lease then
-    if redis.call('EXISTS', Z) == 1 then
-      redis.call('ZADD', Z, now() + lease, 'w')
-      refresh_ttl()
-    else
-      redis.call('PEXPIRE', H, ARGV[2])
-    end
-  end
-end
-
 if mode == 'w' then
   if writer then
     if writer ~= tok then return conflict() end
@@ -153,7 +141,7 @@ if mode == 'w' then
       local h = redis.call('HMGET', H, 'wf', 'wc')
       checked_fence(h[1], 'wf')
       redis.call('HDEL', H, 'wg')
-      lengthen_write()
+      set_write_lease(lease, true)
       return h[1] .. ':' .. h[2]
     end
     -- Re-entry; it never shortens a lease that is already longer. A call of this owner that
@@ -162,7 +150,7 @@ if mode == 'w' then
     local fence = checked_fence(redis.call('HGET', H, 'wf'), 'wf')
     if waiters % 2 == 1 then forget_writer(waiter) end
     local count = redis.call('HINCRBY', H, 'wc', 1)
-    lengthen_write()
+    set_write_lease(lease, true)
     return fence .. ':' .. count
   end
   if my_read then return -1 end

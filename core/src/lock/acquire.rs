@@ -366,21 +366,8 @@ impl Lock {
     /// own), its lease lengthened to `lease_ms` from now if shorter (never shortened: a
     /// re-entry's hold may have a longer lease).
     async fn still_held(&self, owner: &Owner, lease_ms: u64, fence: u64) -> Result<bool> {
-        let script = &SCRIPTS.extend;
-        let mut invocation = self.keyed(script);
-        invocation
-            .arg(self.mode.as_arg())
-            .arg(owner.token())
-            .arg(lease_ms)
-            .arg(fence);
-        match self
-            .client
-            .eval_rerunnable(script, &invocation, false)
-            .await?
-        {
-            ExtendReply::Extended => Ok(true),
-            ExtendReply::NotHeld { .. } => Ok(false),
-        }
+        let reply = self.extend_call(owner, lease_ms, Some(fence)).await?;
+        Ok(reply == ExtendReply::Extended)
     }
 
     async fn attempt(

@@ -16,13 +16,7 @@ if mode == 'w' then
   local held = redis.call('HMGET', H, 'wo', 'wf')
   if held[1] == tok and (not fence or held[2] == fence) then
     at_least_kept('wm')
-    if fence and writer_expiry() >= now() + lease then return 1 end
-    if redis.call('EXISTS', Z) == 0 then
-      redis.call('PEXPIRE', H, string.format('%d', lease))
-      return 1
-    end
-    redis.call('ZADD', Z, now() + lease, 'w')
-    refresh_ttl()
+    set_write_lease(lease, fence ~= nil)
     return 1
   end
 else

@@ -113,6 +113,18 @@ local function writer_expiry()
   return now() + math.max(redis.call('PTTL', H), 0)
 end
 
+-- Sets the writer's lease to `ms` (a number) from now, or with `only_lengthen` never shortens it,
+-- wherever it is kept (H's TTL for a lone writer, Z after a downgrade).
+local function set_write_lease(ms, only_lengthen)
+  if only_lengthen and writer_expiry() >= now() + ms then return end
+  if redis.call('EXISTS', Z) == 0 then
+    redis.call('PEXPIRE', H, string.format('%d', ms))
+  else
+    redis.call('ZADD', Z, now() + ms, 'w')
+    refresh_ttl()
+  end
+end
+
 -- Announce a waiting reader (or the readers' turn) in WR, which lives as long as its latest
 -- announcement.
 local function announce(zset, member, ttl)

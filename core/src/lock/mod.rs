@@ -384,23 +384,35 @@ impl Lock {
             // end between two ticks.
             lease_ms = lease_ms.max(self.client.config.lease.as_millis() as u64);
         }
-        // Sent once more on a dead connection: extending twice is extending once.
+        match self.extend_call(owner, lease_ms, None).await? {
+            ExtendReply::Extended => Ok(()),
+            ExtendReply::NotHeld { upto } => {
+                Err(self.not_held(&self.watch_key(owner), upto, Some(&marked)))
+            }
+        }
+    }
+
+    /// One extend.lua call for `owner`'s hold of this view (with `fence`: that hold only, its
+    /// lease only lengthened). Sent once more on a dead connection: extending twice is
+    /// extending once.
+    async fn extend_call(
+        &self,
+        owner: &Owner,
+        lease_ms: u64,
+        fence: Option<u64>,
+    ) -> Result<ExtendReply> {
         let script = &SCRIPTS.extend;
         let mut invocation = self.keyed(script);
         invocation
             .arg(self.mode.as_arg())
             .arg(owner.token())
             .arg(lease_ms);
-        match self
-            .client
-            .eval_rerunnable(script, &invocation, false)
-            .await?
-        {
-            ExtendReply::Extended => Ok(()),
-            ExtendReply::NotHeld { upto } => {
-                Err(self.not_held(&self.watch_key(owner), upto, Some(&marked)))
-            }
+        if let Some(fence) = fence {
+            invocation.arg(fence);
         }
+        self.client
+            .eval_rerunnable(script, &invocation, false)
+            .await
     }
 
     /// Whether anyone holds this view (write view: a writer; read view: at least one reader).
