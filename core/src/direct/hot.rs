@@ -251,8 +251,10 @@ impl HotConnections {
             };
             match wire {
                 Ok(wire) => {
-                    *pool.next_connect.lock().unwrap() = None;
+                    // Idle before the next connect is allowed: a call in between would find
+                    // neither and open one more (two for one sequential caller).
                     pool.give_back(wire, generation);
+                    *pool.next_connect.lock().unwrap() = None;
                 }
                 Err(error) => {
                     tracing::debug!(%error, "no direct connection for hot calls, for now");
