@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use redlock_core::{ErrorKind, Owner};
+use redlock_core::{Error, ErrorKind, Owner};
 
 /// A raw RESP connection kept open (so that it still works once `maxclients` is reached).
 struct Admin {
@@ -650,6 +650,51 @@ async fn thousands_of_waited_names_unsubscribe_afterwards() {
         tokio::time::sleep(ms(200)).await;
         lock.release(&a).await.unwrap();
         waiting.await.unwrap().unwrap();
+    })
+    .await;
+}
+
+/// Waiters that give up while their subscriptions still queue behind many others: a channel
+/// the sweep dropped meanwhile is not subscribed afterwards (it would stay subscribed for
+/// good, its messages read by a client nobody waits on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_wanted_no_more_by_its_turn_is_not_made() {
+    limited(60, async {
+        let server = RedisServer::start();
+        let holder_client = connect(&server).await;
+        let waiters_client = builder(&server)
+            .subscription_linger(ms(1))
+            .connect()
+            .await
+            .unwrap();
+        let n = 2_000;
+        let holder = Owner::random();
+        for i in 0..n {
+            let lock = holder_client.lock(&format!("gone-{i}")).unwrap();
+            lock.acquire(&holder, NOW, None).await.unwrap();
+        }
+        // Each gives up a few ms after its first attempt: its channel's SUBSCRIBE is still
+        // queued behind the others' when it leaves.
+        let tasks: Vec<_> = (0..n)
+            .map(|i| {
+                let lock = waiters_client.lock(&format!("gone-{i}")).unwrap();
+                tokio::spawn(async move {
+                    let err = lock.acquire(&Owner::random(), Some(ms(5)), None).await;
+                    assert_eq!(err.unwrap_err(), Error::Timeout);
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let done = Instant::now();
+        let mut subs = subscriptions_of_pubsub_clients(&server);
+        while done.elapsed() < Duration::from_secs(10) && !subs.iter().all(|s| s == "sub=0") {
+            tokio::time::sleep(ms(200)).await;
+            subs = subscriptions_of_pubsub_clients(&server);
+        }
+        println!("{:?} after the last waiter: {subs:?}", done.elapsed());
+        assert!(subs.iter().all(|s| s == "sub=0"), "{subs:?}");
     })
     .await;
 }

@@ -141,6 +141,9 @@ impl Signal {
     }
 }
 
+/// Channels asked for at once in one SUBSCRIBE, at most (two names each with its grant channel).
+const SUBSCRIBE_BATCH: usize = 256;
+
 /// Untaken grants kept per channel; a waiter whose grant is dropped finds it at its next attempt.
 const MAX_UNTAKEN_GRANTS: usize = 4096;
 
@@ -415,12 +418,15 @@ impl HubTask {
             if let Err(gone) = self.bounded(sink.subscribe(self.with_grants(&known))).await {
                 return gone;
             }
-            self.confirm(&known);
-            // Messages may have been missed while disconnected: let every waiter re-check now.
+            // Messages may have been missed while disconnected (or while a subscribe's time
+            // limit had passed): the waiters already past their subscribe re-check now. Before
+            // the confirmation, so that those it lets go on (they attempt next anyway) are not
+            // woken into a second attempt that a grant to them would make needless.
             for state in self.shared.channels.lock().unwrap().values() {
                 state.signal.reconnects.fetch_add(1, Ordering::SeqCst);
                 state.signal.fire();
             }
+            self.confirm(&known);
         }
         let mut sweep = tokio::time::interval(self.linger.max(Duration::from_millis(100)) / 2);
         loop {
@@ -435,12 +441,29 @@ impl HubTask {
                     None => return Disconnect::Lost,
                 },
                 request = requests.recv() => {
-                    let Some(channel) = request else { return Disconnect::Shutdown };
-                    let both = self.with_grants(std::slice::from_ref(&channel));
-                    if let Err(gone) = self.bounded(sink.subscribe(both)).await {
+                    let Some(first) = request else { return Disconnect::Shutdown };
+                    // With those queued behind it, in one SUBSCRIBE: thousands of names waited
+                    // on at once cost a few round trips, not one each.
+                    let mut wanted = vec![first];
+                    while wanted.len() < SUBSCRIBE_BATCH {
+                        match requests.try_recv() {
+                            Ok(channel) => wanted.push(channel),
+                            Err(_) => break,
+                        }
+                    }
+                    // Not those subscribed already (with the channels known at connect), nor
+                    // those nobody wants any more: their waiters left while the request queued
+                    // and the sweep dropped them; subscribed now, they would stay so for good.
+                    // (A channel still wanted that a failure below leaves unsubscribed is
+                    // subscribed with the others at the next connect.)
+                    let wanted = self.wanted(wanted);
+                    if wanted.is_empty() {
+                        continue;
+                    }
+                    if let Err(gone) = self.bounded(sink.subscribe(self.with_grants(&wanted))).await {
                         return gone;
                     }
-                    self.confirm(std::slice::from_ref(&channel));
+                    self.confirm(&wanted);
                 }
                 _ = sweep.tick() => {
                     let idle = self.take_idle();
@@ -506,6 +529,15 @@ impl HubTask {
         let arrived = self.shared.socket.arrived_after();
         let channels = self.shared.channels.lock().unwrap();
         dispatch(&channels, &self.grant_suffix, name, payload, false, arrived);
+    }
+
+    /// Those of `channels` that are wanted and not subscribed yet on this connection, once each.
+    fn wanted(&self, mut channels: Vec<String>) -> Vec<String> {
+        channels.sort_unstable();
+        channels.dedup();
+        let map = self.shared.channels.lock().unwrap();
+        channels.retain(|c| map.get(c).is_some_and(|state| !state.confirmed));
+        channels
     }
 
     fn confirm(&self, channels: &[String]) {
