@@ -516,6 +516,13 @@ fn direct_releases_go_behind_a_ping_after_a_grant_to_another_client() {
     direct_release_behind_ping(RedisServer::start_tls());
 }
 
+/// Whether some client listens on the lock channel of `name` and on one client's grant channel
+/// of it (see common::channels_of).
+fn subscribed(server: &RedisServer, name: &str) -> bool {
+    let reply = server.command(&["PUBSUB", "CHANNELS", &format!("*{{{name}}}*")]);
+    reply.starts_with("*2\r\n")
+}
+
 /// As grants.rs' async test, on the direct sockets (plain, or redis-rs' over TLS).
 fn direct_release_behind_ping(server: RedisServer) {
     let pings = || {
@@ -541,7 +548,11 @@ fn direct_release_behind_ping(server: RedisServer) {
             .unwrap();
         waiter_lock.release(&me).unwrap();
     });
-    while stats.stats().unwrap().failed_attempts < 2 {
+    // Its first attempt, and the one it makes once subscribed, found the lock taken; and its
+    // client listens for grants. (Its subscribe waits for the confirmation no longer than a
+    // re-check: on a loaded machine, over TLS, the second attempt can come before it, and a
+    // release then passes over a waiter that announced itself twice without listening.)
+    while stats.stats().unwrap().failed_attempts < 2 || !subscribed(&server, "direct-behind-ping") {
         thread::sleep(Duration::from_millis(2));
     }
     lock.release(&holder).unwrap(); // granted to the waiter's client
