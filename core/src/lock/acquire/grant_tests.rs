@@ -194,9 +194,10 @@ async fn a_waiter_whose_announcement_ran_out_is_not_granted_the_lock() {
     let (server, lock) = (&fixture.server, fixture.lock.clone());
     let holder = Owner::random();
     hold_now(&lock, &holder).await;
-    announce(&lock, "gone", "gone-1:gone", 20).await;
+    // Long enough to be seen live by the next call on a loaded machine (20 ms was not).
+    announce(&lock, "gone", "gone-1:gone", 400).await;
     assert_eq!(lock.inspect().await.unwrap().waiting_writers, 1);
-    tokio::time::sleep(Duration::from_millis(60)).await;
+    tokio::time::sleep(Duration::from_millis(450)).await;
     // Run out, it no longer counts as waiting, although it is still in the queue.
     assert_eq!(lock.inspect().await.unwrap().waiting_writers, 0);
     lock.release(&holder).await.unwrap();
