@@ -113,8 +113,12 @@ def test_a_blocked_acquire_lets_other_threads_run(client: rl.Client) -> None:
     waiter.join(5)
     stop.set()
     spinner.join(5)
-    # A wait that held the GIL would freeze the spinner for a whole 100 ms slice.
-    assert max(gaps) < 0.05
+    # A wait that held the GIL would freeze the spinner for a whole 100 ms slice, slice after
+    # slice: most of the 0.6 s wait. A loaded machine's scheduler may also stop the spinner
+    # for tens of ms now and then (82 ms seen with two CPU burners on two cores), so the
+    # invariant is that the spinner ran for most of the wait, not that no single gap is long.
+    frozen = sum(gap for gap in gaps if gap > 0.02)
+    assert frozen < 0.3, (frozen, max(gaps))
     lock.release()
 
 
