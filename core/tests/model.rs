@@ -737,7 +737,17 @@ async fn run_seed(
         let sent = Instant::now();
         let (got, info) = run(&world, &op).await;
         let answered = Instant::now();
-        let slow = earliest.is_some_and(|e| answered >= e) && !matches!(op, Op::Sleep { .. });
+        // Also an acquire that took about its own lease: the hold it took may have ended
+        // before it was handed out, and the acquire went on to take another (a later fence).
+        let own_lease = match op {
+            Op::Acquire {
+                lease_ms: Some(ms), ..
+            } => Some(Duration::from_millis(ms)),
+            _ => None,
+        };
+        let outlived = own_lease.is_some_and(|lease| answered - sent + GUARD >= lease);
+        let slow = (earliest.is_some_and(|e| answered >= e) || outlived)
+            && !matches!(op, Op::Sleep { .. });
         let before_names = model.names.clone();
         let want = model.apply(&op, sent, answered);
         let line = format!(
