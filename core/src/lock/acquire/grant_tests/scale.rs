@@ -46,8 +46,18 @@ fn count(server: &RedisServer, key: &str) -> usize {
 /// A crowd of writers announced once, for `announce_ms`, each of its own client (no client
 /// listens to their grants), while `lock` is held.
 async fn crowd(lock: &Lock, announce_ms: u64) {
-    for i in 0..CROWD {
+    at_once(CROWD, |i| async move {
         announce(lock, &format!("t{i}"), &format!("d{i}:t{i}"), announce_ms).await;
+    })
+    .await;
+}
+
+/// `call(0..n)`, a few hundred at a time: a crowd made one call after another took longer
+/// than its announcements and leases on a loaded machine, which then ran out while it was
+/// still being made.
+async fn at_once<F: std::future::Future<Output = ()>>(n: usize, call: impl Fn(usize) -> F) {
+    for chunk in (0..n).collect::<Vec<_>>().chunks(250) {
+        futures_util::future::join_all(chunk.iter().map(|&i| call(i))).await;
     }
 }
 
@@ -147,11 +157,16 @@ async fn a_call_beside_a_crowd_of_dead_readers_is_bounded() {
     let server = &fixture.server;
     let (write, read) = (fixture.lock.clone(), fixture.read_view());
     let short = Some(Duration::from_secs(2));
-    for i in 0..CROWD {
-        read.acquire(&owner(&format!("r{i}")), Some(Duration::ZERO), short)
-            .await
-            .unwrap();
-    }
+    at_once(CROWD, |i| {
+        let read = &read;
+        async move {
+            let reader = owner(&format!("r{i}"));
+            read.acquire(&reader, Some(Duration::ZERO), short)
+                .await
+                .unwrap();
+        }
+    })
+    .await;
     let live = owner("live");
     hold_now(&read, &live).await;
     tokio::time::sleep(Duration::from_millis(2_100)).await; // every short lease has ended
