@@ -285,7 +285,7 @@ async fn evicted_keys() {
         let (client, events) = recording_losses(&server, ms(900)).await;
         let lock = client.lock("evicted").unwrap();
         let owner = Owner::random();
-        let mut last = draw_fences(&lock, &owner, 50, ms(50)).await;
+        let mut last = draw_fences(&lock, &owner, 50, ms(5_000)).await;
         let hold = lock.acquire(&owner, NOW, None).await.unwrap();
         assert!(hold.fencing_token() > last);
         last = hold.fencing_token();
