@@ -408,8 +408,9 @@ def test_close_ends_a_waiting_async_acquire_and_later_calls(redis_server, prefix
 
 
 def test_many_async_calls_leave_no_descriptors_behind(client: rl.Client) -> None:
-    """Each polled call uses a socket pair; ended calls give theirs back to a bounded pool, so
-    cycles, cancelled waits and failed calls do not leak descriptors."""
+    """A loop's polled calls share one wake-up socket pair (redlock_sdk/_wakeups.py), and the
+    client's direct connections are bounded (4 by default): cycles, cancelled waits and failed
+    calls do not leak descriptors."""
     import os
 
     lock = client.lock("fds")

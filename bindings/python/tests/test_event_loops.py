@@ -145,7 +145,13 @@ def test_asyncio_run_over_and_over_leaks_nothing(redis_server, prefix: str, capf
         assert "Traceback" not in out + err, out + err
         assert not thread_errors, thread_errors
         assert threads_after <= threads_before, (threads_before, threads_after)
-        assert fds_after <= fds_before + 2, (fds_before, fds_after)
+        # What may stay open, by design: the last loop's wake-up socket pair (2, freed when the
+        # next loop asks for its own or the loop is collected: redlock_sdk/_wakeups.py) and the
+        # client's direct connections for async hot calls, opened as concurrency needs them up
+        # to 4 (the default bound: core/src/client.rs `direct_connections`, core/src/direct/
+        # hot.rs DEFAULT_DIRECT_CONNECTIONS); under load more calls overlap than in the warm-up.
+        # A leak per run would show as 50 or more.
+        assert fds_after <= fds_before + 2 + 4, (fds_before, fds_after)
         # Nothing held but the deliberately kept holds and the holder's.
         assert _holders(client, "busy") == ["holder-token"]
         assert client.inspect("busy")["waiting_writers"] == 0
