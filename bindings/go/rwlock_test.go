@@ -74,7 +74,8 @@ func TestAWaitingWriterIsNotStarvedByNewReaders(t *testing.T) {
 	read := mustAcquire(t, rw.Read(), reader)
 	done := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+		// Long enough for the announcement to be polled for on a loaded machine (below).
+		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 		defer cancel()
 		hold, err := rw.Write().Acquire(ctx, writer)
 		if err == nil {
@@ -82,7 +83,13 @@ func TestAWaitingWriterIsNotStarvedByNewReaders(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond) // the writer announces itself
+	// The writer announces itself (polled: under load it may take far longer than usual).
+	if !eventually(10*time.Second, func() bool {
+		info, err := rw.Write().Inspect(bg)
+		return err == nil && info.WaitingWriters == 1
+	}) {
+		t.Fatal("the writer never announced itself as waiting")
+	}
 	_, err := rw.Read().TryAcquire(bg, NewOwner())
 	wantErr(t, err, ErrTimeout) // a new reader queues behind the waiting writer
 	read.Release(bg)

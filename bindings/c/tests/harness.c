@@ -76,6 +76,14 @@ bool json_has(const char *json, const char *key, const char *value) {
     return json && strstr(json, needle) != NULL;
 }
 
+bool one_waiting_writer(void *lock) {
+    char *json = NULL;
+    bool one = rl_lock_inspect(*(rl_lock *)lock, &json, NULL) == RL_OK &&
+               (json_has(json, "waiting_writers", "1,") || json_has(json, "waiting_writers", "1}"));
+    rl_string_free(json);
+    return one;
+}
+
 bool no_waiting_writers(void *lock) {
     char *json = NULL;
     bool none = rl_lock_inspect(*(rl_lock *)lock, &json, NULL) == RL_OK &&

@@ -77,6 +77,8 @@ void sleep_ms(int64_t ms);
 bool eventually(bool (*done)(void *), void *arg, int64_t limit_ms);
 /* Whether the lock view `*(rl_lock *)lock` has no waiting writer in Redis (for `eventually`). */
 bool no_waiting_writers(void *lock);
+/* Whether the lock view `*(rl_lock *)lock` has exactly one waiting writer in Redis. */
+bool one_waiting_writer(void *lock);
 /* Whether the JSON text has `"key":value` exactly (no spaces, as the library writes it). */
 bool json_has(const char *json, const char *key, const char *value);
 

@@ -118,7 +118,8 @@ typedef struct writer_wait {
 
 static void *wait_to_write(void *arg) {
     writer_wait *w = arg;
-    w->status = rl_lock_acquire(w->f->write, w->f->c, 5000, RL_LEASE_WATCHDOG, NULL, NULL);
+    /* Long enough for the announcement to be polled for on a loaded machine (below). */
+    w->status = rl_lock_acquire(w->f->write, w->f->c, 30000, RL_LEASE_WATCHDOG, NULL, NULL);
     return NULL;
 }
 
@@ -133,7 +134,9 @@ static void a_waiting_writer_is_not_starved_by_new_readers(void) {
     writer_wait w = {&f, RL_INTERNAL};
     pthread_t writer;
     REQUIRE(pthread_create(&writer, NULL, wait_to_write, &w) == 0);
-    sleep_ms(300); /* the writer announces itself */
+    /* The writer announces itself: polled for, since under load (valgrind, a busy CI machine)
+     * its first attempt may come far later than usual. */
+    CHECK(eventually(one_waiting_writer, &f.write, 10000));
     /* A new reader queues behind the waiting writer... */
     CHECK_STATUS(RL_TIMEOUT, rl_lock_acquire(f.read, f.b, 0, RL_LEASE_WATCHDOG, NULL, err), err);
     /* ...while a current reader may still re-enter. */

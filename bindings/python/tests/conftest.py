@@ -8,7 +8,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -68,6 +68,32 @@ class RedisServer:
     def stop(self) -> None:
         self.process.kill()
         self.process.wait(timeout=10)
+
+
+def eventually(done: Callable[[], bool], limit: float = 10.0) -> bool:
+    """Calls ``done()`` every 10 ms until it returns true or ``limit`` seconds pass; whether it
+    did. For states another thread or task reaches in its own time (a waiter announcing itself
+    or withdrawing), which under load (valgrind, CPU burners, a busy CI machine) may take far
+    longer than a fixed sleep allows."""
+    deadline = time.monotonic() + limit
+    while not done():
+        if time.monotonic() >= deadline:
+            return done()
+        time.sleep(0.01)
+    return True
+
+
+async def eventually_async(done: Callable[[], bool], limit: float = 10.0) -> bool:
+    """``eventually`` for a coroutine: sleeps with ``asyncio.sleep``, so the loop's other tasks
+    (the waiter itself) run meanwhile."""
+    import asyncio
+
+    deadline = time.monotonic() + limit
+    while not done():
+        if time.monotonic() >= deadline:
+            return done()
+        await asyncio.sleep(0.01)
+    return True
 
 
 def _free_port() -> int:

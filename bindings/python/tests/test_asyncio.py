@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import redlock_sdk as rl
+from conftest import eventually_async
 from redlock_sdk import _fast, _native
 
 if TYPE_CHECKING:
@@ -92,13 +93,20 @@ def test_cancelled_wait_leaves_nothing_behind(client: rl.Client) -> None:
             return await lock.acquire_async()
 
         waiter = asyncio.create_task(wait_in_own_task())
-        await asyncio.sleep(0.2)
+        # Polled for, not slept for: under load the waiter announces itself (and, cancelled,
+        # withdraws) later than usual.
+        await eventually_async(lambda: client.inspect("cancel")["waiting_writers"] == 1)
         assert client.inspect("cancel")["waiting_writers"] == 1
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter
         await lock.release_async()
-        await asyncio.sleep(0.2)
+
+        def nothing_left() -> bool:
+            info = client.inspect("cancel")
+            return info["holders"] == [] and info["waiting_writers"] == 0
+
+        await eventually_async(nothing_left)
         info = client.inspect("cancel")
         assert info["holders"] == [] and info["waiting_writers"] == 0
 
@@ -129,7 +137,8 @@ def test_timeout_around_acquire_async_releases_a_late_hold(client: rl.Client) ->
             await asyncio.sleep(0.004)
             await lock.release_async()
             await task
-        await asyncio.sleep(0.2)
+        # A hold granted to a cancelled acquire is given back in the background: polled for.
+        await eventually_async(lambda: client.inspect("late")["holders"] == [])
         assert client.inspect("late")["holders"] == []
 
     asyncio.run(main())

@@ -9,6 +9,7 @@ import time
 
 import pytest
 import redlock_sdk as rl
+from conftest import eventually_async
 
 
 @pytest.mark.parametrize("granted_before_close", [False, True])
@@ -31,7 +32,8 @@ def test_a_closed_loop_s_waiting_task_leaves_the_lock_to_others(
         async def main() -> None:
             # A background task that waits for the lock; main returns before it is done.
             background.append(asyncio.create_task(a.lock(name).acquire_async()))
-            await asyncio.sleep(0.3)
+            # Polled for: under load the task announces itself later than usual.
+            await eventually_async(lambda: b.inspect(name)["waiting_writers"] == 1)
             assert b.inspect(name)["waiting_writers"] == 1
 
         loop = asyncio.new_event_loop()

@@ -14,6 +14,7 @@ import anyio
 import pytest
 import redlock_sdk as rl
 import uvloop
+from conftest import eventually_async
 
 
 def _redis_keys(redis_server, prefix: str) -> str:
@@ -253,7 +254,8 @@ def test_uvloop_closed_with_a_waiting_task_leaves_the_lock_to_others(
 
         async def main() -> None:
             background.append(asyncio.ensure_future(a.lock(name).acquire_async()))
-            await asyncio.sleep(0.3)
+            # Polled for: under load the task announces itself later than usual.
+            await eventually_async(lambda: b.inspect(name)["waiting_writers"] == 1)
 
         loop = uvloop.new_event_loop()
         loop.run_until_complete(main())
@@ -347,7 +349,8 @@ def test_a_grant_that_arrives_while_the_loop_is_busy_is_still_a_hold(
         async def main() -> None:
             lock = client.lock(name)
             waiting = asyncio.ensure_future(lock.acquire_async(timeout=10))
-            await asyncio.sleep(0.2)
+            # Polled for: under load the task announces itself later than usual.
+            await eventually_async(lambda: other.inspect(name)["waiting_writers"] == 1)
             assert other.inspect(name)["waiting_writers"] == 1
             t = threading.Thread(target=outside)
             t.start()

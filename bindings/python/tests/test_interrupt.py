@@ -10,6 +10,7 @@ import time
 
 import pytest
 import redlock_sdk as rl
+from conftest import eventually
 
 # Python leaves SIGINT ignored when it starts with it ignored (as in a background job of a
 # non-interactive shell); the child installs the usual Ctrl-C handler itself.
@@ -34,7 +35,8 @@ def test_ctrl_c_ends_a_blocked_acquire(client: rl.Client, redis_server, prefix: 
     )
     try:
         assert child.stdout.readline().strip() == "waiting"
-        time.sleep(0.5)  # well inside the wait by now
+        # Inside the wait once announced (polled for: under load the child may be slow).
+        eventually(lambda: client.inspect("interrupted")["waiting_writers"] == 1)
         assert client.inspect("interrupted")["waiting_writers"] == 1
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)

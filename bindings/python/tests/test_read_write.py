@@ -7,6 +7,7 @@ import time
 
 import pytest
 import redlock_sdk as rl
+from conftest import eventually
 from test_exclusive import in_thread
 
 
@@ -78,13 +79,14 @@ def test_waiting_writer_is_not_starved(client: rl.Client) -> None:
     writer_got = threading.Event()
 
     def writer():
-        assert rw.write_lock().acquire(timeout=10)
+        assert rw.write_lock().acquire(timeout=30)
         writer_got.set()
         rw.write_lock().release()
 
     t = threading.Thread(target=writer)
     t.start()
-    time.sleep(0.3)  # the writer is waiting now
+    # The writer is waiting now (polled for: under load its first attempt may come late).
+    eventually(lambda: client.inspect("starve")["waiting_writers"] == 1)
     assert client.inspect("starve")["waiting_writers"] == 1
     # A new reader queues behind the waiting writer...
     assert not in_thread(lambda: rw.read_lock().acquire(blocking=False))
@@ -92,7 +94,7 @@ def test_waiting_writer_is_not_starved(client: rl.Client) -> None:
     assert rw.read_lock().acquire(blocking=False)
     rw.read_lock().release()
     rw.read_lock().release()
-    t.join(5)
+    t.join(30)
     assert writer_got.is_set()
 
 
@@ -122,13 +124,14 @@ def test_inspect_counts_the_readers_waiting(client: rl.Client) -> None:
     got: list[bool] = []
 
     def read() -> None:
-        got.append(reader.acquire(timeout=5.0))
+        got.append(reader.acquire(timeout=30.0))
         reader.release()
 
     t = threading.Thread(target=read)
     t.start()
     try:
-        time.sleep(0.3)  # the reader is waiting now
+        # The reader is waiting now (polled for: under load its first attempt may come late).
+        eventually(lambda: client.inspect("waiting-readers")["waiting_readers"] == 1)
         info = client.inspect("waiting-readers")
         assert (info["waiting_writers"], info["waiting_readers"]) == (0, 1), info
     finally:

@@ -70,13 +70,19 @@ class ReadWriteLockTest extends RedisTestBase {
     CompletableFuture<Boolean> writer =
         CompletableFuture.supplyAsync(
             () -> {
-              boolean got = ExclusiveLockTest.tryLock(writing.writeLock(), 10_000);
+              boolean got = ExclusiveLockTest.tryLock(writing.writeLock(), 30_000);
               if (got) {
                 writing.writeLock().unlock();
               }
               return got;
             });
-    Thread.sleep(300); // the writer is announced as waiting
+    // The writer is announced as waiting: polled for, since under load its first attempt may
+    // come far later than usual.
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (client().inspect(name).waitingWriters() < 1 && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertEquals(1, client().inspect(name).waitingWriters(), "the writer announces itself");
     assertFalse(
         CompletableFuture.supplyAsync(() -> lateReader.readLock().tryLock()).get(),
         "a new reader queues behind the waiting writer");
