@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use redlock_core::{Error, ErrorKind, Owner};
+use redlock_core::{Client, Error, ErrorKind, Owner};
 
 /// A raw RESP connection kept open (so that it still works once `maxclients` is reached).
 struct Admin {
@@ -573,28 +573,48 @@ fn subscriptions_of_pubsub_clients(server: &RedisServer) -> Vec<String> {
         .collect()
 }
 
+/// `PREFIX-0` to `PREFIX-{n-1}` held (for 120 s) by the holder of a client, and another
+/// client for waiters whose subscriptions linger `linger_ms`.
+async fn names_held(
+    server: &RedisServer,
+    prefix: &str,
+    n: usize,
+    linger_ms: u64,
+) -> (Client, Owner, Client) {
+    let holder_client = connect(server).await;
+    let holder = Owner::random();
+    for i in 0..n {
+        let lock = holder_client.lock(&format!("{prefix}-{i}")).unwrap();
+        lock.acquire(&holder, NOW, Some(ms(120_000))).await.unwrap();
+    }
+    let waiters_client = builder(server)
+        .subscription_linger(ms(linger_ms))
+        .connect()
+        .await
+        .unwrap();
+    (holder_client, holder, waiters_client)
+}
+
+/// Waits up to 10 s for the server's pub/sub clients to have no subscription left.
+async fn all_unsubscribed_soon(server: &RedisServer) {
+    let done = Instant::now();
+    let mut subs = subscriptions_of_pubsub_clients(server);
+    while done.elapsed() < Duration::from_secs(10) && !subs.iter().all(|s| s == "sub=0") {
+        tokio::time::sleep(ms(200)).await;
+        subs = subscriptions_of_pubsub_clients(server);
+    }
+    println!("{:?} after the last waiter: {subs:?}", done.elapsed());
+    assert!(subs.iter().all(|s| s == "sub=0"), "{subs:?}");
+}
+
 /// Case 5: thousands of names, each with a waiter of one client: the subscriptions go back
 /// down once the waiters are done (after the linger).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_waited_names_unsubscribe_afterwards() {
     limited(180, async {
         let server = RedisServer::start();
-        let holder_client = connect(&server).await;
-        let waiters_client = builder(&server)
-            .subscription_linger(ms(500))
-            .connect()
-            .await
-            .unwrap();
         let n = 5_000;
-        let holder = Owner::random();
-        for i in 0..n {
-            holder_client
-                .lock(&format!("many-{i}"))
-                .unwrap()
-                .acquire(&holder, NOW, Some(ms(120_000)))
-                .await
-                .unwrap();
-        }
+        let (holder_client, holder, waiters_client) = names_held(&server, "many", n, 500).await;
         let started = Instant::now();
         let tasks: Vec<_> = (0..n)
             .map(|i| {
@@ -631,14 +651,7 @@ async fn thousands_of_waited_names_unsubscribe_afterwards() {
             t.await.unwrap();
         }
         println!("all waiters done after {:?}", started.elapsed());
-        let done = Instant::now();
-        let mut subs = subscriptions_of_pubsub_clients(&server);
-        while done.elapsed() < Duration::from_secs(10) && !subs.iter().all(|s| s == "sub=0") {
-            tokio::time::sleep(ms(200)).await;
-            subs = subscriptions_of_pubsub_clients(&server);
-        }
-        println!("{:?} after the last waiter: {subs:?}", done.elapsed());
-        assert!(subs.iter().all(|s| s == "sub=0"), "{subs:?}");
+        all_unsubscribed_soon(&server).await;
         // And the hub still works.
         let lock = waiters_client.lock("many-0").unwrap();
         let (a, b) = (Owner::random(), Owner::random());
@@ -661,18 +674,8 @@ async fn thousands_of_waited_names_unsubscribe_afterwards() {
 async fn a_subscription_wanted_no_more_by_its_turn_is_not_made() {
     limited(60, async {
         let server = RedisServer::start();
-        let holder_client = connect(&server).await;
-        let waiters_client = builder(&server)
-            .subscription_linger(ms(1))
-            .connect()
-            .await
-            .unwrap();
         let n = 2_000;
-        let holder = Owner::random();
-        for i in 0..n {
-            let lock = holder_client.lock(&format!("gone-{i}")).unwrap();
-            lock.acquire(&holder, NOW, None).await.unwrap();
-        }
+        let (_holder_client, _holder, waiters_client) = names_held(&server, "gone", n, 1).await;
         // Each gives up a few ms after its first attempt: its channel's SUBSCRIBE is still
         // queued behind the others' when it leaves.
         let tasks: Vec<_> = (0..n)
@@ -687,14 +690,7 @@ async fn a_subscription_wanted_no_more_by_its_turn_is_not_made() {
         for t in tasks {
             t.await.unwrap();
         }
-        let done = Instant::now();
-        let mut subs = subscriptions_of_pubsub_clients(&server);
-        while done.elapsed() < Duration::from_secs(10) && !subs.iter().all(|s| s == "sub=0") {
-            tokio::time::sleep(ms(200)).await;
-            subs = subscriptions_of_pubsub_clients(&server);
-        }
-        println!("{:?} after the last waiter: {subs:?}", done.elapsed());
-        assert!(subs.iter().all(|s| s == "sub=0"), "{subs:?}");
+        all_unsubscribed_soon(&server).await;
     })
     .await;
 }
