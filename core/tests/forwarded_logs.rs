@@ -144,17 +144,33 @@ async fn a_slow_sink_holds_up_no_thread_that_logs() {
         message
             .ends_with("log lines of the library were dropped: the host's logging did not keep up")
     };
-    eventually(|| seen.lock().unwrap().iter().any(dropped_line)).await;
+    let counts = |seen: &[(Level, String, String)]| {
+        let delivered = seen
+            .iter()
+            .filter(|line| line.2.starts_with("line "))
+            .count();
+        let dropped: usize = seen
+            .iter()
+            .filter(|line| dropped_line(line))
+            .map(|line| line.2.split(' ').next().unwrap().parse::<usize>().unwrap())
+            .sum();
+        (delivered, dropped)
+    };
+    // The count of dropped lines comes right after the line that was being handed over when
+    // they were dropped, before the queued lines: wait for all of them.
+    for _ in 0..300 {
+        let (delivered, dropped) = counts(&seen.lock().unwrap());
+        if dropped > 0 && delivered + dropped >= lines {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let seen = seen.lock().unwrap().clone();
-    let delivered = seen
-        .iter()
-        .filter(|line| line.2.starts_with("line "))
-        .count();
-    let dropped: usize = seen
-        .iter()
-        .filter(|line| dropped_line(line))
-        .map(|line| line.2.split(' ').next().unwrap().parse::<usize>().unwrap())
-        .sum();
+    let (delivered, dropped) = counts(&seen);
+    assert!(
+        dropped > 0,
+        "no line was dropped, or the count of them never came"
+    );
     assert_eq!(
         delivered + dropped,
         lines,
