@@ -14,7 +14,9 @@ prepare_cross() {
   export REDLOCK_ROOT="$root"
   export REDLOCK_PREFIX="$(dirname "$libdir")/redlock-c-install"
   scripts/install-c.sh "$REDLOCK_PREFIX" >&2
-  export PKG_CONFIG_PATH="$REDLOCK_PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  # Not PKG_CONFIG_PATH: the C and Go workers' build scripts add the prefix themselves. Exported,
+  # it would reach the Rust worker's cargo build, and a changed PKG_CONFIG_PATH makes cargo run
+  # openssl-sys' build script again and rebuild openssl, redis and the core (80 s).
   export LD_LIBRARY_PATH="$REDLOCK_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export CGO_ENABLED=1 GOTOOLCHAIN=local
   # Maven's output (with its stray colour resets) is shown only when the build fails.
