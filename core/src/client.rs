@@ -59,7 +59,6 @@ pub(crate) struct ClientInner {
     pub(crate) tidy_ups: Arc<ClientTidyUps>,
     closed: AtomicBool,
     pub(crate) shutdown: CancellationToken,
-    pub(crate) cluster_mode: bool,
 }
 
 impl Drop for ClientInner {
@@ -233,7 +232,6 @@ impl ClientBuilder {
             tidy_ups: Arc::default(),
             closed: AtomicBool::new(false),
             shutdown,
-            cluster_mode: false,
             connection: Mutex::new(Some(CommandConnection(connection))),
             remake: (redis_for_remake, manager_config),
             config,

@@ -620,3 +620,56 @@ async fn a_key_of_another_type_loses_its_own_hold_alone() {
     })
     .await;
 }
+
+/// A tick sends again the calls it built before, for the pages of holds that did not change:
+/// holds that come and go between ticks (in full pages and in the last, with room) leave every
+/// other hold kept, and the new ones are kept from the next tick on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holds_that_come_and_go_between_ticks_leave_the_others_kept() {
+    limited(90, async {
+        let server = RedisServer::start();
+        let lease = ms(900);
+        let (client, events) = recording_losses(&server, lease).await;
+        let mut held: Vec<(Lock, Owner, Hold)> = Vec::new();
+        let mut next = 0;
+        let mut take = async |held: &mut Vec<(Lock, Owner, Hold)>, count: usize| {
+            for _ in 0..count {
+                let lock = client.lock(&format!("churn:{next}")).unwrap();
+                let owner = Owner::random();
+                let hold = lock.acquire(&owner, NOW, None).await.unwrap();
+                held.push((lock, owner, hold));
+                next += 1;
+            }
+        };
+        take(&mut held, 1_100).await; // two full pages and one with room
+        for round in 0..6 {
+            just_after_a_tick(&client).await;
+            // Every 9th hold leaves (from every page), and new ones join.
+            let mut kept = Vec::new();
+            for (i, (lock, owner, hold)) in held.into_iter().enumerate() {
+                if i % 9 == round % 9 {
+                    lock.release(&owner).await.unwrap();
+                    assert!(hold.is_lost() || !lock.is_held_by(&owner).await.unwrap());
+                } else {
+                    kept.push((lock, owner, hold));
+                }
+            }
+            held = kept;
+            take(&mut held, 130).await;
+        }
+        // Only joins: the page with room, its call built at the last tick, takes them.
+        just_after_a_tick(&client).await;
+        take(&mut held, 40).await;
+        assert_eq!(client.watched_holds(), held.len());
+        tokio::time::sleep(lease * 3).await; // a hold left out of the calls would have expired
+        let mut dropped = 0;
+        for (lock, owner, hold) in &held {
+            if hold.is_lost() || !lock.is_held_by(owner).await.unwrap() {
+                dropped += 1;
+            }
+        }
+        assert_eq!(dropped, 0, "of {} holds", held.len());
+        assert!(events.lock().unwrap().is_empty());
+    })
+    .await;
+}

@@ -6,12 +6,13 @@
 //! future resolves, the client's lock-lost callback runs, and its release reports `LockLost`.
 
 mod lost;
+mod pages;
 mod renewal;
+mod tracked;
 
 pub(crate) use lost::LostSignal;
 pub(crate) use renewal::run;
 
-use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,6 +24,7 @@ use crate::keys::LockKeys;
 use crate::lock::Mode;
 use lost::{EndedUntracked, LOST_LOGGED_EACH, LostHolds, log_lost_many, report_lost};
 use renewal::Renewal;
+use tracked::Tracked;
 
 /// Holds renewed by one script call (2 keys each).
 pub(crate) const BATCH: usize = 500;
@@ -57,8 +59,9 @@ impl Hash for WatchKey {
 
 struct WatchEntry {
     lost: Arc<LostSignal>,
-    /// Also names this tracking (its id).
-    renewal: Renewal,
+    /// Names this tracking, and its renewal in the pages (see `tracked`): unique per tracking,
+    /// so a hold released and taken again gets a new one.
+    id: u64,
     /// The fencing token of the hold kept. Calls of one owner may finish in another order than
     /// Redis ran them: a release forgets only the hold it ended, not a newer one.
     fence: u64,
@@ -81,7 +84,7 @@ impl Drop for WatchEntry {
 
 #[derive(Default)]
 pub(crate) struct Watchdog {
-    entries: Mutex<HashMap<WatchKey, WatchEntry>>,
+    entries: Mutex<Tracked>,
     /// Trackings that a new hold of their owner replaced while a release of them was under way,
     /// by id: that release's reply tells whether it ended the hold or found it lost. (Locked
     /// after `entries` when both are.)
@@ -151,36 +154,33 @@ impl Watchdog {
             // Its release was heard first: nothing to keep.
             return (Arc::new(LostSignal::ended()), None);
         }
-        let new_entry = |key: &WatchKey| WatchEntry {
-            lost: Arc::default(),
-            renewal: Renewal::new(key, self.next_id.fetch_add(1, Ordering::Relaxed), fence),
-            fence,
-            made,
-            releasing: 0,
-            acquired_at: Instant::now(),
+        let new_entry = |key: &WatchKey| {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let entry = WatchEntry {
+                lost: Arc::default(),
+                id,
+                fence,
+                made,
+                releasing: 0,
+                acquired_at: Instant::now(),
+            };
+            (entry, Renewal::new(key, id, fence))
         };
-        match entries.entry(key) {
-            Entry::Occupied(mut tracked) => {
-                let mut replaced = None;
-                let kept = tracked.get_mut();
-                if kept.fence != fence || (made && kept.made) {
-                    let entry = new_entry(tracked.key());
-                    let old = tracked.insert(entry);
-                    if self.retire(old) {
-                        replaced = Some(tracked.key().clone());
-                    }
-                } else {
-                    // A re-entry tracked before the acquire that made the hold, or after it.
-                    kept.made |= made;
-                    kept.acquired_at = Instant::now();
-                }
-                (tracked.get().lost.clone(), replaced)
-            }
-            Entry::Vacant(new) => {
-                let entry = new_entry(new.key());
-                (new.insert(entry).lost.clone(), None)
+        if let Some(kept) = entries.get_mut(&key) {
+            if kept.fence == fence && !(made && kept.made) {
+                // A re-entry tracked before the acquire that made the hold, or after it.
+                kept.made |= made;
+                kept.acquired_at = Instant::now();
+                return (kept.lost.clone(), None);
             }
         }
+        let (entry, renewal) = new_entry(&key);
+        let lost = entry.lost.clone();
+        let replaced = match entries.insert(key.clone(), entry, renewal) {
+            Some(old) => self.retire(old).then_some(key),
+            None => None,
+        };
+        (lost, replaced)
     }
 
     /// A release ended the hold with this fencing token: stops keeping it, or the tracking the
@@ -248,7 +248,7 @@ impl Watchdog {
         let entry = entries.remove(&key).expect("looked up above");
         if entry.releasing > u32::from(marked) {
             // Another release of it is under way: that one's reply tells whether it ended it.
-            self.parked.lock().unwrap().insert(entry.renewal.id, entry);
+            self.parked.lock().unwrap().insert(entry.id, entry);
         } else {
             entry.lost.set();
             lost.push(key);
@@ -283,7 +283,7 @@ impl Watchdog {
             let entry = entries.get_mut(&key);
             if let Some(entry) = entry.filter(|e| meant.is_none_or(|m| e.fence == m)) {
                 entry.releasing += 1;
-                tracked = Some((key, entry.renewal.id));
+                tracked = Some((key, entry.id));
             }
         }
         Releasing {
@@ -371,7 +371,7 @@ impl Watchdog {
             let failed: HashSet<u64> = failed.iter().copied().collect();
             let mut live = HashSet::with_capacity(entries.len());
             for entry in entries.values() {
-                let id = entry.renewal.id;
+                let id = entry.id;
                 live.insert(id);
                 if failed.contains(&id) && !unconfirmed.contains_key(&id) {
                     let set = previous.map_or(entry.acquired_at, |p| p.max(entry.acquired_at));
@@ -401,7 +401,7 @@ impl Watchdog {
 
     /// Takes the holds a renewal found gone out of tracking (see `mark_lost`).
     fn take_renewals_gone(&self, ids: &HashSet<u64>) -> Vec<(WatchKey, WatchEntry)> {
-        self.take_where(|_, entry| entry.releasing == 0 && ids.contains(&entry.renewal.id))
+        self.take_where(|_, entry| entry.releasing == 0 && ids.contains(&entry.id))
     }
 
     /// Takes every tracked hold that `matches` out of tracking and reports it lost.
@@ -466,7 +466,7 @@ impl Watchdog {
         // Another release of the same hold (another thread of the owner) is under way and may
         // be the one that ended it: its reply tells, as in `forget_entry`. Until then parked.
         if entry.releasing > u32::from(releasing.is_some_and(|r| r.marked(&entry))) {
-            self.parked.lock().unwrap().insert(entry.renewal.id, entry);
+            self.parked.lock().unwrap().insert(entry.id, entry);
             return None;
         }
         Some(entry)
@@ -530,7 +530,7 @@ impl Watchdog {
     /// the newer hold's too, and its release must not say LockLost.
     fn retire(&self, old: WatchEntry) -> bool {
         if old.releasing > 0 {
-            self.parked.lock().unwrap().insert(old.renewal.id, old);
+            self.parked.lock().unwrap().insert(old.id, old);
             return false;
         }
         old.lost.set();
@@ -551,7 +551,7 @@ impl Watchdog {
         let entries = {
             let mut entries = self.entries.lock().unwrap();
             self.stopped.store(true, Ordering::SeqCst);
-            std::mem::take(&mut *entries)
+            entries.take_all()
         };
         for entry in entries.into_values() {
             entry.lost.set();
@@ -563,9 +563,14 @@ impl Watchdog {
         self.mark_lost_where(client, |key, _| key.keys.state() == state_key);
     }
 
-    fn snapshot(&self) -> Vec<Renewal> {
-        let entries = self.entries.lock().unwrap();
-        entries.values().map(|e| e.renewal.clone()).collect()
+    /// A tick's renewal calls: one per page of up to [`BATCH`] holds (see `pages`).
+    fn plan_renewals(&self) -> Vec<pages::Planned> {
+        self.entries.lock().unwrap().plan()
+    }
+
+    /// Keeps the call built for a page of a tick's plan, for the next ticks.
+    fn keep_renewal_call(&self, page: usize, version: u64, call: Arc<redis::Cmd>) {
+        self.entries.lock().unwrap().keep(page, version, call);
     }
 }
 
@@ -573,7 +578,7 @@ impl Watchdog {
 /// `upto` is gone and it keeps one of them, or it is the tracking `releasing` marked (a server
 /// that lost its data counts fences anew); a tracking with a larger fence keeps a later hold.
 fn take_gone(
-    entries: &mut HashMap<WatchKey, WatchEntry>,
+    entries: &mut Tracked,
     key: &WatchKey,
     upto: u64,
     releasing: Option<&Releasing<'_>>,
@@ -610,9 +615,7 @@ impl Releasing<'_> {
 
     /// Whether `entry` is the tracking this release marked (not replaced since).
     fn marked(&self, entry: &WatchEntry) -> bool {
-        self.tracked
-            .as_ref()
-            .is_some_and(|(_, id)| *id == entry.renewal.id)
+        self.tracked.as_ref().is_some_and(|(_, id)| *id == entry.id)
     }
 }
 
@@ -645,7 +648,7 @@ impl Drop for Releasing<'_> {
             return;
         };
         let mut entries = self.watchdog.entries.lock().unwrap();
-        if let Some(entry) = entries.get_mut(&key).filter(|e| e.renewal.id == id) {
+        if let Some(entry) = entries.get_mut(&key).filter(|e| e.id == id) {
             entry.releasing -= 1;
             return;
         }

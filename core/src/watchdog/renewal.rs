@@ -6,7 +6,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use super::{BATCH, WatchKey};
+use super::WatchKey;
+use super::pages::Planned;
 use crate::client::ClientInner;
 use crate::keys::KeyArg;
 use crate::lock::scripts::SCRIPTS;
@@ -22,7 +23,7 @@ pub(super) struct Renewal {
     split: u32,
     /// Where the tag starts in `text`.
     tag_at: u32,
-    slot: u16,
+    pub(super) slot: u16,
     /// Unique per tracking: a hold released and taken again gets a new one.
     pub(super) id: u64,
 }
@@ -101,12 +102,7 @@ pub(crate) async fn run(client: Weak<ClientInner>, period: Duration) {
 }
 
 async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
-    let mut holds = client.watchdog.snapshot();
-    // A standalone server takes keys of any slot in one script; a cluster node would not.
-    if client.cluster_mode {
-        holds.sort_unstable_by_key(|hold| hold.slot);
-    }
-    let same_group = |a: &Renewal, b: &Renewal| !client.cluster_mode || a.slot == b.slot;
+    let planned = client.watchdog.plan_renewals();
     let lease_ms = client.config.lease.as_millis() as u64;
     let mut lost = HashSet::new();
     // Ids only while something fails (the common tick collects nothing). Confirmations matter
@@ -117,55 +113,67 @@ async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
     // A call still unanswered when a lease it renews passes is given up then (a Redis that does
     // not answer): its holds are reported lost at their lease's end, not the command timeout's.
     let give_up_at = (client.watchdog).first_lease_end(previous, client.config.lease);
-    for group in holds.chunk_by(same_group) {
-        for batch in group.chunks(BATCH) {
-            if unreachable {
-                // The rest would wait for the same dead connection, each up to the timeout.
-                failed.extend(batch.iter().map(|hold| hold.id));
-                continue;
+    for planned in planned {
+        let ids = planned.ids();
+        if unreachable {
+            // The rest would wait for the same dead connection, each up to the timeout.
+            failed.extend(ids);
+            continue;
+        }
+        let request = match planned {
+            Planned::Built { call, .. } => call,
+            Planned::ToBuild {
+                page,
+                version,
+                members,
+            } => {
+                let call = Arc::new(renew_call(&members, lease_ms));
+                drop(members);
+                client
+                    .watchdog
+                    .keep_renewal_call(page, version, call.clone());
+                call
             }
-            client.watchdog.renew_calls.fetch_add(1, Ordering::Relaxed);
-            let request = renew_call(batch, lease_ms);
-            let call = client.eval_rerunnable::<Vec<u8>>(&SCRIPTS.renew, &request, false);
-            let answer = match give_up_at {
-                Some(at) => tokio::time::timeout_at(at.into(), call)
-                    .await
-                    .unwrap_or_else(|_| Err(gave_up())),
-                None => call.await,
-            };
-            match answer {
-                Ok(renewed) => {
-                    for (hold, ok) in batch.iter().zip(renewed) {
-                        if ok == b'0' {
-                            lost.insert(hold.id);
-                        } else if ok == b'e' {
-                            // Redis refused a command on this hold's keys (a key of the wrong
-                            // type): it fails as a refused call would, the rest of the batch
-                            // renewed.
-                            failed.push(hold.id);
-                            refused += 1;
-                        } else if confirming {
-                            confirmed.push(hold.id);
-                        }
+        };
+        client.watchdog.renew_calls.fetch_add(1, Ordering::Relaxed);
+        let call = client.eval_rerunnable::<Vec<u8>>(&SCRIPTS.renew, &request, false);
+        let answer = match give_up_at {
+            Some(at) => tokio::time::timeout_at(at.into(), call)
+                .await
+                .unwrap_or_else(|_| Err(gave_up())),
+            None => call.await,
+        };
+        match answer {
+            Ok(renewed) => {
+                for (&id, ok) in ids.iter().zip(renewed) {
+                    if ok == b'0' {
+                        lost.insert(id);
+                    } else if ok == b'e' {
+                        // Redis refused a command on this hold's keys (a key of the wrong
+                        // type): it fails as a refused call would, the rest of the batch
+                        // renewed.
+                        failed.push(id);
+                        refused += 1;
+                    } else if confirming {
+                        confirmed.push(id);
                     }
                 }
-                // Retried next tick; a hold counts as lost once Redis says so, or once its
-                // lease has passed with no renewal that worked (`renewals_checked`).
-                Err(err) => {
-                    tracing::warn!(
-                        %err,
-                        holds = batch.len(),
-                        server = %crate::config::redact(&client.config.url),
-                        "watchdog renewal failed: tried again next tick; holds not renewed for a \
-                         whole lease are reported lost"
-                    );
-                    unreachable = matches!(err, crate::Error::Connection(_));
-                    failed.extend(batch.iter().map(|hold| hold.id));
-                }
+            }
+            // Retried next tick; a hold counts as lost once Redis says so, or once its lease
+            // has passed with no renewal that worked (`renewals_checked`).
+            Err(err) => {
+                tracing::warn!(
+                    %err,
+                    holds = ids.len(),
+                    server = %crate::config::redact(&client.config.url),
+                    "watchdog renewal failed: tried again next tick; holds not renewed for a \
+                     whole lease are reported lost"
+                );
+                unreachable = matches!(err, crate::Error::Connection(_));
+                failed.extend(ids);
             }
         }
     }
-    drop(holds);
     if refused > 0 {
         tracing::warn!(
             holds = refused,
@@ -185,7 +193,7 @@ fn gave_up() -> crate::Error {
 
 /// The `EVALSHA` of renew.lua for one batch: a plain command, built in one buffer sized up
 /// front (at 100 000 holds the arguments are most of a tick's work).
-fn renew_call(batch: &[Renewal], lease_ms: u64) -> redis::Cmd {
+pub(super) fn renew_call(batch: &[Renewal], lease_ms: u64) -> redis::Cmd {
     let bytes: usize = batch.iter().map(|hold| 2 * hold.text.len() + 16).sum();
     let mut call = redis::Cmd::with_capacity(3 + 4 * batch.len(), bytes + 64);
     call.arg("EVALSHA")

@@ -14,7 +14,7 @@ fn tracked_fence(watchdog: &Watchdog, token: &str) -> Option<u64> {
 }
 
 fn id_of(watchdog: &Watchdog, token: &str) -> u64 {
-    watchdog.entries.lock().unwrap()[&key(token)].renewal.id
+    watchdog.entries.lock().unwrap()[&key(token)].id
 }
 
 /// Tracks a hold its acquire made (no client: lost holds are not reported).
@@ -287,4 +287,53 @@ fn a_second_hold_made_with_the_same_fence_replaces_the_first() {
     assert!(watchdog.untracked_entry(|| key("b"), 4, false).is_none());
     assert!(watchdog.untracked_entry(|| key("b"), 4, true) == Some(key("b")));
     assert!(reentered.is_set() && !reentered.is_watched());
+}
+
+/// The ids a tick would renew, each once, against the tracked holds' ids.
+fn assert_renewals_match_tracking(watchdog: &Watchdog) {
+    let renewed: Vec<u64> = (watchdog.plan_renewals().iter())
+        .flat_map(|call| call.ids())
+        .collect();
+    let unique: HashSet<u64> = renewed.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        renewed.len(),
+        "a hold renewed twice in a tick"
+    );
+    let tracked: HashSet<u64> = (watchdog.entries.lock().unwrap().values())
+        .map(|entry| entry.id)
+        .collect();
+    assert_eq!(unique, tracked);
+}
+
+#[test]
+fn a_tick_renews_exactly_the_tracked_holds_however_they_came_and_went() {
+    let watchdog = Watchdog::default();
+    for token in ["a", "b", "c", "d"] {
+        track(&watchdog, key(token), 1);
+    }
+    assert_renewals_match_tracking(&watchdog);
+    // A re-entry keeps the tracking; another fence replaces it (a new id).
+    let before = id_of(&watchdog, "a");
+    reenter(&watchdog, key("a"), 1);
+    assert_eq!(id_of(&watchdog, "a"), before);
+    track(&watchdog, key("b"), 2);
+    assert_renewals_match_tracking(&watchdog);
+    // Released; retired by a fixed-lease hold; replaced while being released (parked).
+    let releasing = watchdog.releasing(|| key("a"));
+    assert!(forget(&watchdog, "a", 1, &releasing).is_none());
+    drop(releasing);
+    watchdog.untracked_entry(|| key("c"), 3, true);
+    let releasing = watchdog.releasing(|| key("d"));
+    track(&watchdog, key("d"), 4);
+    assert_renewals_match_tracking(&watchdog);
+    drop(releasing);
+    // Found gone by a renewal, and every hold at close.
+    let gone = HashSet::from([id_of(&watchdog, "b")]);
+    assert_eq!(watchdog.take_renewals_gone(&gone).len(), 1);
+    assert_renewals_match_tracking(&watchdog);
+    assert_eq!(watchdog.len(), 1);
+    watchdog.stop();
+    assert_renewals_match_tracking(&watchdog);
+    assert!(watchdog.plan_renewals().is_empty());
 }
