@@ -569,8 +569,8 @@ impl Watchdog {
     }
 
     /// Keeps the call built for a page of a tick's plan, for the next ticks.
-    fn keep_renewal_call(&self, page: usize, version: u64, call: Arc<redis::Cmd>) {
-        self.entries.lock().unwrap().keep(page, version, call);
+    fn keep_renewal_call(&self, built: pages::Built, call: Arc<redis::Cmd>, ids: Vec<u64>) {
+        self.entries.lock().unwrap().keep(built, call, ids);
     }
 }
 

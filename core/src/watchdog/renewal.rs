@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::WatchKey;
-use super::pages::Planned;
+use super::pages::LEFT;
 use crate::client::ClientInner;
 use crate::keys::KeyArg;
 use crate::lock::scripts::SCRIPTS;
@@ -63,6 +63,29 @@ impl Renewal {
     fn tag(&self) -> &str {
         &self.text[self.tag_at as usize..]
     }
+
+    /// The renewals of the holds of a renew call, with the tracking id at each of its positions
+    /// (`LEFT` ones are left out) and their slot: their texts again, from the call's arguments.
+    pub(super) fn all_from_call(call: &redis::Cmd, in_call: &[u64], slot: u16) -> Vec<Self> {
+        let args = CallArgs::of(call, in_call.len());
+        fn text(bytes: &[u8]) -> &str {
+            std::str::from_utf8(bytes).expect("a renewal's text")
+        }
+        let positions = in_call.iter().enumerate();
+        (positions.filter(|(_, id)| **id != LEFT))
+            .map(|(at, &id)| {
+                let state = text(args.keys[2 * at]);
+                let (tag, token) = (text(args.argv[2 * at]), text(args.argv[2 * at + 1]));
+                Renewal {
+                    text: format!("{state}{token}{tag}").into(),
+                    split: state.len() as u32,
+                    tag_at: (state.len() + token.len()) as u32,
+                    slot,
+                    id,
+                }
+            })
+            .collect()
+    }
 }
 
 const PREFETCH_AHEAD: usize = 8;
@@ -114,27 +137,15 @@ async fn renew_all(client: &ClientInner, previous: Option<Instant>) {
     // not answer): its holds are reported lost at their lease's end, not the command timeout's.
     let give_up_at = (client.watchdog).first_lease_end(previous, client.config.lease);
     for planned in planned {
-        let ids = planned.ids();
         if unreachable {
             // The rest would wait for the same dead connection, each up to the timeout.
-            failed.extend(ids);
+            failed.extend(planned.ids());
             continue;
         }
-        let request = match planned {
-            Planned::Built { call, .. } => call,
-            Planned::ToBuild {
-                page,
-                version,
-                members,
-            } => {
-                let call = Arc::new(renew_call(&members, lease_ms));
-                drop(members);
-                client
-                    .watchdog
-                    .keep_renewal_call(page, version, call.clone());
-                call
-            }
-        };
+        let (request, ids, built) = planned.into_call(lease_ms);
+        if let Some(built) = built {
+            (client.watchdog).keep_renewal_call(built, request.clone(), ids.clone());
+        }
         client.watchdog.renew_calls.fetch_add(1, Ordering::Relaxed);
         let call = client.eval_rerunnable::<Vec<u8>>(&SCRIPTS.renew, &request, false);
         let answer = match give_up_at {
@@ -191,26 +202,77 @@ fn gave_up() -> crate::Error {
     crate::Error::Connection("Redis did not answer a renewal before a lease it renews ended".into())
 }
 
-/// The `EVALSHA` of renew.lua for one batch: a plain command, built in one buffer sized up
-/// front (at 100 000 holds the arguments are most of a tick's work).
-pub(super) fn renew_call(batch: &[Renewal], lease_ms: u64) -> redis::Cmd {
-    let bytes: usize = batch.iter().map(|hold| 2 * hold.text.len() + 16).sum();
-    let mut call = redis::Cmd::with_capacity(3 + 4 * batch.len(), bytes + 64);
-    call.arg("EVALSHA")
-        .arg(SCRIPTS.renew.sha())
-        .arg(2 * batch.len());
-    for (i, hold) in batch.iter().enumerate() {
+/// The `EVALSHA` of renew.lua for one page: the holds of `last` (a call built before, with the
+/// tracking id at each of its positions; `LEFT` ones are left out) in their order, then the
+/// holds that `joined`. A plain command, built in one buffer sized up front (at 100 000 holds
+/// the arguments are most of a tick's work when built from the holds' texts).
+pub(super) fn renew_call(
+    last: Option<(&redis::Cmd, &[u64])>,
+    joined: &[Renewal],
+    lease_ms: u64,
+) -> redis::Cmd {
+    // The kept holds' arguments, and where in the last call each is.
+    let kept = last.map(|(call, in_call)| {
+        let positions = in_call.iter().enumerate();
+        let at: Vec<usize> = (positions.filter(|(_, id)| **id != LEFT))
+            .map(|(at, _)| at)
+            .collect();
+        (CallArgs::of(call, in_call.len()), at)
+    });
+    let kept_bytes = kept.as_ref().map_or(0, |(args, _)| args.bytes);
+    let bytes: usize = joined.iter().map(|hold| 2 * hold.text.len() + 16).sum();
+    let holds = kept.as_ref().map_or(0, |(_, at)| at.len()) + joined.len();
+    let mut call = redis::Cmd::with_capacity(4 + 4 * holds, kept_bytes + bytes + 64);
+    call.arg("EVALSHA").arg(SCRIPTS.renew.sha()).arg(2 * holds);
+    if let Some((args, at)) = &kept {
+        for &at in at {
+            call.arg(args.keys[2 * at]).arg(args.keys[2 * at + 1]);
+        }
+    }
+    for (i, hold) in joined.iter().enumerate() {
         // Each hold's bytes are somewhere else on the heap: ask for the ones a few holds ahead
         // now, so the copy does not stall on every hold.
-        if let Some(ahead) = batch.get(i + PREFETCH_AHEAD) {
+        if let Some(ahead) = joined.get(i + PREFETCH_AHEAD) {
             prefetch(&ahead.text);
         }
         call.arg(hold.state_key())
             .arg(KeyArg::expiries_of(hold.state_key()));
     }
     call.arg(lease_ms);
-    for hold in batch {
+    if let Some((args, at)) = &kept {
+        for &at in at {
+            call.arg(args.argv[2 * at]).arg(args.argv[2 * at + 1]);
+        }
+    }
+    for hold in joined {
         call.arg(hold.tag()).arg(hold.token());
     }
     call
+}
+
+/// The keys and the arguments of a renew call of `holds` holds, two of each per hold.
+struct CallArgs<'a> {
+    keys: Vec<&'a [u8]>,
+    argv: Vec<&'a [u8]>,
+    bytes: usize,
+}
+
+impl<'a> CallArgs<'a> {
+    fn of(call: &'a redis::Cmd, holds: usize) -> Self {
+        let args: Vec<&[u8]> = (call.args_iter())
+            .map(|arg| match arg {
+                redis::Arg::Simple(bytes) => bytes,
+                _ => unreachable!("a renew call has no cursor"),
+            })
+            .collect();
+        // EVALSHA, the script, the key count; the keys; the lease; the arguments.
+        assert_eq!(args.len(), 4 + 4 * holds, "a renew call of {holds} holds");
+        let bytes = args.iter().map(|arg| arg.len()).sum();
+        let (keys, rest) = args[3..].split_at(2 * holds);
+        CallArgs {
+            keys: keys.to_vec(),
+            argv: rest[1..].to_vec(),
+            bytes,
+        }
+    }
 }

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::collections::hash_map;
 
-use super::pages::{Pages, Planned};
+use std::sync::Arc;
+
+use super::pages::{Built, Pages, Planned};
 use super::renewal::Renewal;
 use super::{WatchEntry, WatchKey};
 
@@ -75,8 +77,8 @@ impl Tracked {
     }
 
     /// Keeps a call built for a tick (see [`Pages::keep`]).
-    pub(super) fn keep(&mut self, page: usize, version: u64, call: std::sync::Arc<redis::Cmd>) {
-        self.pages.keep(page, version, call);
+    pub(super) fn keep(&mut self, built: Built, call: Arc<redis::Cmd>, ids: Vec<u64>) {
+        self.pages.keep(built, call, ids);
     }
 }
 
