@@ -321,8 +321,12 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
         .map(|w| w.cpu_ms / w.ticks.round().max(1.0))
         .collect();
     let n = o.holds as f64;
-    let bytes_per_hold = (o.rss_held - o.rss_before) as f64 / n;
+    // The memory a hold takes once kept: its renewal's call is built at the first tick.
+    let rss_acquired = (o.rss_held - o.rss_before) as f64 / n;
+    let rss_kept = (o.rss_end - o.rss_before) as f64 / n;
+    let bytes_per_hold = rss_acquired.max(rss_kept);
     let heap_per_hold = (o.heap_held - o.heap_before) as f64 / n;
+    let heap_kept = (o.heap_end - o.heap_before) as f64 / n;
     for (i, w) in o.windows.iter().enumerate() {
         println!(
             "  window {}: {:.2} s = {:.2} ticks; {} script calls (watchdog's own count {}), Redis \
@@ -340,15 +344,16 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     let (calls, cpu_pct) = (median(&per_tick), median(&cpu));
     println!(
         "  {} holds taken in {:.2} s ({:.0}/s); a tick's calls take {:.1} ms; RSS {:.0} B/hold \
-         after acquiring ({:.0} B/hold after the windows), live heap {:.0} B/hold; sample of {} \
-         still held, {} watched, {} lost; released in {:.2} s",
+         after acquiring, {:.0} B/hold after the windows; live heap {:.0} and {:.0} B/hold; \
+         sample of {} still held, {} watched, {} lost; released in {:.2} s",
         o.holds,
         o.acquire_s,
         n / o.acquire_s,
         o.tick_busy_ms,
-        bytes_per_hold,
-        (o.rss_end - o.rss_before) as f64 / n,
+        rss_acquired,
+        rss_kept,
         heap_per_hold,
+        heap_kept,
         o.sampled,
         o.watched,
         o.lost,
@@ -372,11 +377,10 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
     )
     .extra("cpu_pct", cpu_pct)
     .extra("bytes_per_hold", bytes_per_hold)
-    .extra(
-        "bytes_per_hold_after_ticks",
-        (o.rss_end - o.rss_before) as f64 / n,
-    )
+    .extra("bytes_per_hold_after_acquiring", rss_acquired)
+    .extra("bytes_per_hold_after_ticks", rss_kept)
     .extra("heap_bytes_per_hold", heap_per_hold)
+    .extra("heap_bytes_per_hold_after_ticks", heap_kept)
     .extra("holds", n)
     .extra("lease_ms", lease.as_millis() as f64)
     .extra("cpu_ms_per_tick", median(&cpu_ms_per_tick))
@@ -411,8 +415,9 @@ pub async fn run(ctx: &mut Ctx) -> R<Fragment> {
              idle windows of {ticks} tick(s) each, started midway between two ticks (runs = script \
              calls per tick from INFO commandstats deltas; ticks = window / tick period); CPU = \
              getrusage(SELF) user+sys / wall of the holding process alone (a fresh process), also \
-             given per tick (cpu_ms_per_tick); bytes_per_hold = VmRSS after \
-             acquiring all minus before, / holds; a random sample of {} holds checked still held \
+             given per tick (cpu_ms_per_tick); bytes_per_hold = VmRSS minus VmRSS before \
+             acquiring, / holds, the larger of after acquiring all and after the windows (the \
+             renewal calls are built at the first tick); a random sample of {} holds checked still held \
              (hold_count) and none reported lost, then all released",
             o.sampled,
             period = lease / 3,
