@@ -1,9 +1,10 @@
 //! One watchdog task per client keeps every lease-less hold alive.
 //!
-//! Every `lease / 3` it renews all tracked holds with as few script calls as it can: holds are
-//! grouped by hash slot (so each call is valid on a Redis Cluster node) and each call renews up to
-//! [`BATCH`] holds. A hold that Redis no longer has is marked lost: its [`crate::Hold::lost`]
-//! future resolves, the client's lock-lost callback runs, and its release reports `LockLost`.
+//! Every `lease / 3` it renews all tracked holds with as few script calls as it can: each call
+//! renews a page of up to [`BATCH`] holds (of one hash slot, where calls must be valid on one
+//! Redis Cluster node), and is built again only when a hold joins or leaves its page (`pages`).
+//! A hold that Redis no longer has is marked lost: its [`crate::Hold::lost`] future resolves,
+//! the client's lock-lost callback runs, and its release reports `LockLost`.
 
 mod lost;
 mod pages;

@@ -92,19 +92,15 @@ impl Planned {
             Planned::Built { ids, .. } => ids.clone(),
             Planned::ToBuild {
                 in_call, joined, ..
-            } => (in_call.iter().copied())
-                .filter(|&id| id != LEFT)
-                .chain(joined.iter().map(|hold| hold.id))
-                .collect(),
+            } => ids_of(in_call, joined),
         }
     }
 
     /// The call and the ids it renews; if it was built here (outside the watchdog's lock), what
     /// to tell [`Pages::keep`].
     pub(super) fn into_call(self, lease_ms: u64) -> (Arc<redis::Cmd>, Vec<u64>, Option<Built>) {
-        let ids = self.ids();
         match self {
-            Planned::Built { call, .. } => (call, ids, None),
+            Planned::Built { call, ids } => (call, ids, None),
             Planned::ToBuild {
                 page,
                 version,
@@ -112,12 +108,21 @@ impl Planned {
                 in_call,
                 joined,
             } => {
+                let ids = ids_of(&in_call, &joined);
                 let last = last.as_deref().map(|call| (call, &in_call[..]));
                 let call = Arc::new(renew_call(last, &joined, lease_ms));
                 (call, ids, Some(Built { page, version }))
             }
         }
     }
+}
+
+/// The ids of a call built from one with `in_call` and the holds that `joined`.
+fn ids_of(in_call: &[u64], joined: &[Renewal]) -> Vec<u64> {
+    (in_call.iter().copied())
+        .filter(|&id| id != LEFT)
+        .chain(joined.iter().map(|hold| hold.id))
+        .collect()
 }
 
 impl Pages {
