@@ -157,10 +157,11 @@ impl Pages {
         if let Some(position) = page.in_call.iter().position(|&held| held == id) {
             page.in_call[position] = LEFT;
             page.left += 1;
+        } else if let Some(position) = page.joined.iter().position(|hold| hold.id == id) {
+            page.joined.swap_remove(position);
         } else {
-            let position = page.joined.iter().position(|hold| hold.id == id);
-            page.joined
-                .swap_remove(position.expect("a hold is in the page it was filed in"));
+            debug_assert!(false, "hold {id} is not in the page it was filed in");
+            return;
         }
         let (emptied, group) = (page.holds() == 0, page.group);
         if emptied {
