@@ -186,9 +186,11 @@ impl Pages {
         }
     }
 
-    /// Forgets every hold.
+    /// Forgets every hold. (Versions go on counting: a call planned before is not kept.)
     pub(super) fn clear(&mut self) {
+        let next_version = self.next_version;
         *self = Pages::grouped_by_slot(self.by_slot);
+        self.next_version = next_version;
     }
 
     /// The calls of a tick, one per page with holds. Packs the pages again first if they are
@@ -248,9 +250,7 @@ impl Pages {
     /// Files every hold again, in full pages (each hold in a call gets its text back from it).
     fn repack(&mut self) {
         let old = std::mem::take(&mut self.pages);
-        let next_version = self.next_version;
-        *self = Pages::grouped_by_slot(self.by_slot);
-        self.next_version = next_version;
+        self.clear();
         for page in old {
             if let Some(call) = &page.call {
                 for hold in Renewal::all_from_call(call, &page.in_call, page.group) {
@@ -271,149 +271,4 @@ impl Pages {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::keys::LockKeys;
-    use crate::lock::Mode;
-    use crate::watchdog::WatchKey;
-    use std::collections::HashSet;
-
-    const LEASE_MS: u64 = 30_000;
-
-    fn hold(id: u64) -> Renewal {
-        let keys = Arc::new(LockKeys::new("t", &format!("name:{id}")).unwrap());
-        let key = WatchKey::new(&keys, Mode::Write, format!("owner-{id}").into());
-        Renewal::new(&key, id, id + 100)
-    }
-
-    /// Plans a tick and builds what must be (as the renewal loop does), checking each call
-    /// against one built afresh from its holds' texts; returns each call's ids, and how many
-    /// calls were sent as built before.
-    fn tick(pages: &mut Pages) -> (Vec<Vec<u64>>, usize) {
-        let mut reused = 0;
-        let mut calls = Vec::new();
-        for planned in pages.plan() {
-            let (call, ids, built) = planned.into_call(LEASE_MS);
-            let holds: Vec<Renewal> = ids.iter().map(|&id| hold(id)).collect();
-            let fresh = renew_call(None, &holds, LEASE_MS);
-            assert!(
-                call.get_packed_command() == fresh.get_packed_command(),
-                "a call renews its page's holds, in order"
-            );
-            match built {
-                Some(built) => pages.keep(built, call, ids.clone()),
-                None => reused += 1,
-            }
-            calls.push(ids);
-        }
-        (calls, reused)
-    }
-
-    fn covered(calls: &[Vec<u64>]) -> HashSet<u64> {
-        let all: Vec<u64> = calls.iter().flatten().copied().collect();
-        let set: HashSet<u64> = all.iter().copied().collect();
-        assert_eq!(set.len(), all.len(), "a hold is renewed once a tick");
-        set
-    }
-
-    #[test]
-    fn an_idle_tick_sends_the_calls_built_before() {
-        let mut pages = Pages::default();
-        for id in 0..1200 {
-            pages.add(hold(id));
-        }
-        let (first, reused) = tick(&mut pages);
-        assert_eq!((first.len(), reused), (3, 0));
-        let (second, reused) = tick(&mut pages);
-        assert_eq!((second, reused), (first, 3));
-    }
-
-    #[test]
-    fn only_the_pages_a_hold_joined_or_left_are_built_again() {
-        let mut pages = Pages::default();
-        for id in 0..1200 {
-            pages.add(hold(id));
-        }
-        tick(&mut pages);
-        pages.remove(7); // the first page
-        pages.add(hold(5000)); // the last one, which has room
-        let (calls, reused) = tick(&mut pages);
-        assert_eq!(reused, 1);
-        let expected: HashSet<u64> = (0..1200).filter(|&id| id != 7).chain([5000]).collect();
-        assert_eq!(covered(&calls), expected);
-        assert_eq!(tick(&mut pages).1, 3);
-    }
-
-    #[test]
-    fn a_call_built_from_a_page_that_changed_meanwhile_is_not_kept() {
-        let mut pages = Pages::default();
-        pages.add(hold(1));
-        let planned = pages.plan().pop().expect("a page");
-        let (call, ids, built) = planned.into_call(LEASE_MS);
-        pages.add(hold(2));
-        pages.remove(1);
-        pages.keep(built.expect("a new page's call is built"), call, ids);
-        let (calls, reused) = tick(&mut pages);
-        assert_eq!((covered(&calls), reused), (HashSet::from([2]), 0));
-    }
-
-    fn churn(by_slot: bool) {
-        let mut pages = Pages::grouped_by_slot(by_slot);
-        let mut live = HashSet::new();
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        for round in 0..40 {
-            // Grow to ~3 000, then shrink to a few: pages empty and go sparse.
-            let joining = round < 20;
-            for _ in 0..400 {
-                let id = next() % 4000;
-                if joining == live.contains(&id) {
-                    continue;
-                }
-                if joining {
-                    pages.add(hold(id));
-                    live.insert(id);
-                } else {
-                    pages.remove(id);
-                    live.remove(&id);
-                }
-            }
-            let (calls, _) = tick(&mut pages);
-            assert_eq!(covered(&calls), live, "round {round}");
-            assert_eq!(pages.len(), live.len());
-            assert!(calls.iter().all(|ids| ids.len() <= BATCH));
-            let slots =
-                |ids: &Vec<u64>| ids.iter().map(|&id| hold(id).slot).collect::<HashSet<_>>();
-            let groups: HashSet<u16> = calls.iter().flat_map(slots).collect();
-            if by_slot {
-                assert!(calls.iter().all(|ids| slots(ids).len() == 1));
-            }
-            let groups = if by_slot { groups.len() } else { 1 };
-            let needed = live.len().div_ceil(BATCH);
-            assert!(
-                calls.len() <= SPARSE * needed + groups,
-                "{} calls",
-                calls.len()
-            );
-        }
-        for id in live.drain() {
-            pages.remove(id);
-        }
-        assert!(tick(&mut pages).0.is_empty());
-    }
-
-    #[test]
-    fn any_joins_and_leaves_keep_every_hold_in_one_call_and_pages_packed() {
-        churn(false);
-    }
-
-    #[test]
-    fn grouped_by_slot_a_call_names_one_slot() {
-        churn(true);
-    }
-}
+mod tests;

@@ -337,3 +337,98 @@ fn a_tick_renews_exactly_the_tracked_holds_however_they_came_and_went() {
     assert_renewals_match_tracking(&watchdog);
     assert!(watchdog.plan_renewals().is_empty());
 }
+
+fn random_key(n: u64) -> WatchKey {
+    let keys = Arc::new(LockKeys::new("t", &format!("n{}", n % 7)).unwrap());
+    WatchKey::new(&keys, Mode::Write, format!("o{n}").into())
+}
+
+fn tracked_ids(watchdog: &Watchdog) -> HashSet<u64> {
+    (watchdog.entries.lock().unwrap().values())
+        .map(|e| e.id)
+        .collect()
+}
+
+#[test]
+fn random_tracking_and_ticks_renew_exactly_the_tracked_holds() {
+    let mut rng = Xorshift(0x2545_f491_4f6c_dd1d);
+    let mut rnd = move || rng.next();
+    let watchdog = Watchdog::default();
+    let mut guards: Vec<Releasing<'_>> = Vec::new();
+    let mut in_flight: Vec<pages::Planned> = Vec::new();
+    let mut tick_ids: Vec<u64> = Vec::new();
+    let mut at_plan: HashSet<u64> = HashSet::new();
+    let mut ticks = 0;
+    for step in 0..60_000u64 {
+        let n = rnd() % 4000;
+        let fence = rnd() % 4 + 1;
+        match rnd() % 100 {
+            0..=39 => {
+                watchdog.track_entry(random_key(n), fence, rnd() % 2 == 0);
+            }
+            40..=49 => guards.push(watchdog.releasing(|| random_key(n))),
+            50..=59 if !guards.is_empty() => {
+                let g = guards.swap_remove((rnd() as usize) % guards.len());
+                let key = g.tracked.as_ref().map_or(random_key(n), |(k, _)| k.clone());
+                watchdog.forget_entry(|| key, fence, &g);
+            }
+            60..=64 => {
+                watchdog.untracked_entry(|| random_key(n), fence, rnd() % 2 == 0);
+            }
+            65..=69 => {
+                let g = guards.last();
+                watchdog.take_lost_entry(&random_key(n), fence, g);
+            }
+            70..=72 => {
+                let ids: Vec<u64> = tracked_ids(&watchdog).into_iter().take(20).collect();
+                let ids: HashSet<u64> = ids.into_iter().filter(|_| rnd() % 2 == 0).collect();
+                watchdog.take_renewals_gone(&ids);
+            }
+            73..=74 if !guards.is_empty() => {
+                guards.swap_remove((rnd() as usize) % guards.len());
+            }
+            _ => {
+                if in_flight.is_empty() {
+                    if ticks > 0 {
+                        let set: HashSet<u64> = tick_ids.iter().copied().collect();
+                        assert_eq!(set.len(), tick_ids.len(), "a hold renewed twice");
+                        assert_eq!(set, at_plan, "step {step}");
+                    }
+                    ticks += 1;
+                    tick_ids.clear();
+                    at_plan = tracked_ids(&watchdog);
+                    in_flight = watchdog.plan_renewals();
+                    in_flight.reverse();
+                } else {
+                    let planned = in_flight.pop().unwrap();
+                    let (call, ids, built) = planned.into_call(30_000);
+                    assert_eq!(call.args_iter().count(), 4 + 4 * ids.len());
+                    if let Some(built) = built {
+                        watchdog.keep_renewal_call(built, call, ids.clone());
+                    }
+                    tick_ids.extend(ids);
+                }
+            }
+        }
+        if step % 97 == 0 && in_flight.is_empty() {
+            assert_renewals_match_tracking(&watchdog);
+        }
+    }
+    drop(guards);
+    assert!(ticks > 100, "{ticks}");
+    assert_renewals_match_tracking(&watchdog);
+    watchdog.stop();
+    assert!(watchdog.plan_renewals().is_empty());
+}
+
+/// A small deterministic generator for the randomized tests (xorshift64).
+pub(super) struct Xorshift(pub(super) u64);
+
+impl Xorshift {
+    pub(super) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
