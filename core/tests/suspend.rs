@@ -99,12 +99,40 @@ fn stop_during_call(server: &RedisServer, sub: &mut Subprocess, stopped_for: Dur
     let stall = server.stall(Duration::from_millis(600)); // returns once it runs (~100 ms)
     sub.tell("go");
     assert_eq!(sub.line(), "calling");
-    std::thread::sleep(Duration::from_millis(150)); // in its read now: Redis is stalled
+    // Stopped only once its call waits in Redis' socket (Redis is stalled), however slowly a
+    // loaded machine ran it: stopped before sending, a call rightly fails at its deadline.
+    let calling = Instant::now();
+    while !request_queued_at(server.port()) {
+        assert!(
+            calling.elapsed() < Duration::from_secs(5),
+            "no call reached Redis"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(20)); // in its read now
     let stopped = Instant::now();
     sub.signal(libc::SIGSTOP);
     stall.join().unwrap(); // Redis runs the call and sends its reply now
     std::thread::sleep(stopped_for.saturating_sub(stopped.elapsed()));
     sub.signal(libc::SIGCONT);
+}
+
+/// Whether bytes wait unread on the server's side of a connection to the local port `port`
+/// (Redis is running a script: it reads nothing), from /proc/net/tcp and tcp6.
+fn request_queued_at(port: u16) -> bool {
+    let queued = |line: &str| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let local_port = (fields.get(1).and_then(|a| a.rsplit(':').next()))
+            .and_then(|p| u16::from_str_radix(p, 16).ok());
+        let unread = (fields.get(4).and_then(|q| q.split(':').nth(1)))
+            .and_then(|r| u64::from_str_radix(r, 16).ok());
+        // State 01: established.
+        local_port == Some(port) && fields.get(3) == Some(&"01") && unread.is_some_and(|r| r > 0)
+    };
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|path| {
+        let table = std::fs::read_to_string(path).unwrap_or_default();
+        table.lines().skip(1).any(queued)
+    })
 }
 
 /// One scenario of a call answered while its process was stopped: in the subprocess (`role`),
