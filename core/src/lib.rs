@@ -17,9 +17,10 @@
 //!   last of them is in, at most four re-check intervals (1 s by default), and a reader that
 //!   arrives during it may join it.
 //! - **Leases**: a hold without a lease is renewed by one watchdog task per client (every
-//!   lease/3, up to 500 holds a call, calls kept built while their holds stay); a hold the watchdog finds gone is reported lost, and so is one whose
-//!   lease has passed since the last renewal that worked (Redis unreachable or refusing: it has
-//!   let the hold expire), when the first tick after ends; a renewal call that Redis has not
+//!   lease/3, up to 500 holds a call, calls kept built while their holds stay); a hold the
+//!   watchdog finds gone is reported lost, and so is one whose lease has passed since the last
+//!   renewal that worked (Redis unreachable or refusing: it has let the hold expire), when the
+//!   first tick after ends; a renewal call that Redis has not
 //!   answered when a lease it renews passes is given up then, so a silent Redis does not delay
 //!   the report to the command timeout. (Counted from the start of the tick whose renewal last
 //!   worked: early by up to that call's time, never late by more than a tick. Another client

@@ -20,7 +20,14 @@ const SPARSE: usize = 2;
 
 /// The tracking id at a position of a page's call whose hold left since it was built. (Ids
 /// count up from 0, one per tracking: never this far.)
-pub(super) const LEFT: u64 = u64::MAX;
+const LEFT: u64 = u64::MAX;
+
+/// The holds still in a call whose tracking id at each position is `in_call`: each one's
+/// position in it, and its id.
+pub(super) fn still_in(in_call: &[u64]) -> impl Iterator<Item = (usize, u64)> + '_ {
+    let positions = in_call.iter().copied().enumerate();
+    positions.filter(|&(_, id)| id != LEFT)
+}
 
 #[derive(Default)]
 pub(super) struct Pages {
@@ -119,8 +126,7 @@ impl Planned {
 
 /// The ids of a call built from one with `in_call` and the holds that `joined`.
 fn ids_of(in_call: &[u64], joined: &[Renewal]) -> Vec<u64> {
-    (in_call.iter().copied())
-        .filter(|&id| id != LEFT)
+    (still_in(in_call).map(|(_, id)| id))
         .chain(joined.iter().map(|hold| hold.id))
         .collect()
 }

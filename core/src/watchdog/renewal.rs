@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::WatchKey;
-use super::pages::LEFT;
+use super::pages::still_in;
 use crate::client::ClientInner;
 use crate::keys::KeyArg;
 use crate::lock::scripts::SCRIPTS;
@@ -65,17 +65,16 @@ impl Renewal {
     }
 
     /// The renewals of the holds of a renew call, with the tracking id at each of its positions
-    /// (`LEFT` ones are left out) and their slot: their texts again, from the call's arguments.
+    /// (those that left it are left out) and their slot: their texts again, from its arguments.
     pub(super) fn all_from_call(call: &redis::Cmd, in_call: &[u64], slot: u16) -> Vec<Self> {
         let args = CallArgs::of(call, in_call.len());
         fn text(bytes: &[u8]) -> &str {
             std::str::from_utf8(bytes).expect("a renewal's text")
         }
-        let positions = in_call.iter().enumerate();
-        (positions.filter(|(_, id)| **id != LEFT))
-            .map(|(at, &id)| {
-                let state = text(args.keys[2 * at]);
-                let (tag, token) = (text(args.argv[2 * at]), text(args.argv[2 * at + 1]));
+        still_in(in_call)
+            .map(|(at, id)| {
+                let [state, _] = args.keys(at).map(text);
+                let [tag, token] = args.argv(at).map(text);
                 Renewal {
                     text: format!("{state}{token}{tag}").into(),
                     split: state.len() as u32,
@@ -203,7 +202,7 @@ fn gave_up() -> crate::Error {
 }
 
 /// The `EVALSHA` of renew.lua for one page: the holds of `last` (a call built before, with the
-/// tracking id at each of its positions; `LEFT` ones are left out) in their order, then the
+/// tracking id at each of its positions; holds that left are left out) in their order, then the
 /// holds that `joined`. A plain command, built in one buffer sized up front (at 100 000 holds
 /// the arguments are most of a tick's work when built from the holds' texts).
 pub(super) fn renew_call(
@@ -213,20 +212,17 @@ pub(super) fn renew_call(
 ) -> redis::Cmd {
     // The kept holds' arguments, and where in the last call each is.
     let kept = last.map(|(call, in_call)| {
-        let positions = in_call.iter().enumerate();
-        let at: Vec<usize> = (positions.filter(|(_, id)| **id != LEFT))
-            .map(|(at, _)| at)
-            .collect();
+        let at: Vec<usize> = still_in(in_call).map(|(at, _)| at).collect();
         (CallArgs::of(call, in_call.len()), at)
     });
-    let kept_bytes = kept.as_ref().map_or(0, |(args, _)| args.bytes);
+    let kept_bytes = kept.as_ref().map_or(0, |(args, _)| args.bytes());
     let bytes: usize = joined.iter().map(|hold| 2 * hold.text.len() + 16).sum();
     let holds = kept.as_ref().map_or(0, |(_, at)| at.len()) + joined.len();
     let mut call = redis::Cmd::with_capacity(4 + 4 * holds, kept_bytes + bytes + 64);
     call.arg("EVALSHA").arg(SCRIPTS.renew.sha()).arg(2 * holds);
     if let Some((args, at)) = &kept {
         for &at in at {
-            call.arg(args.keys[2 * at]).arg(args.keys[2 * at + 1]);
+            call.arg(&args.keys(at)[..]);
         }
     }
     for (i, hold) in joined.iter().enumerate() {
@@ -241,7 +237,7 @@ pub(super) fn renew_call(
     call.arg(lease_ms);
     if let Some((args, at)) = &kept {
         for &at in at {
-            call.arg(args.argv[2 * at]).arg(args.argv[2 * at + 1]);
+            call.arg(&args.argv(at)[..]);
         }
     }
     for hold in joined {
@@ -250,11 +246,11 @@ pub(super) fn renew_call(
     call
 }
 
-/// The keys and the arguments of a renew call of `holds` holds, two of each per hold.
+/// The arguments of a renew call of `holds` holds: `EVALSHA`, the script and the key count;
+/// two keys per hold; the lease; two arguments per hold.
 struct CallArgs<'a> {
-    keys: Vec<&'a [u8]>,
-    argv: Vec<&'a [u8]>,
-    bytes: usize,
+    args: Vec<&'a [u8]>,
+    holds: usize,
 }
 
 impl<'a> CallArgs<'a> {
@@ -265,14 +261,22 @@ impl<'a> CallArgs<'a> {
                 _ => unreachable!("a renew call has no cursor"),
             })
             .collect();
-        // EVALSHA, the script, the key count; the keys; the lease; the arguments.
         assert_eq!(args.len(), 4 + 4 * holds, "a renew call of {holds} holds");
-        let bytes = args.iter().map(|arg| arg.len()).sum();
-        let (keys, rest) = args[3..].split_at(2 * holds);
-        CallArgs {
-            keys: keys.to_vec(),
-            argv: rest[1..].to_vec(),
-            bytes,
-        }
+        CallArgs { args, holds }
+    }
+
+    /// The keys of the hold at position `at`: its state key, then its expiries key.
+    fn keys(&self, at: usize) -> [&'a [u8]; 2] {
+        [self.args[3 + 2 * at], self.args[4 + 2 * at]]
+    }
+
+    /// The arguments of the hold at position `at`: its tag, then its token.
+    fn argv(&self, at: usize) -> [&'a [u8]; 2] {
+        let first = 4 + 2 * self.holds + 2 * at;
+        [self.args[first], self.args[first + 1]]
+    }
+
+    fn bytes(&self) -> usize {
+        self.args.iter().map(|arg| arg.len()).sum()
     }
 }
